@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# deps.sh: install the Debian 12 packages kxfer needs to build and test.
+#
+# Usage: tools/deps.sh        (as root; `make deps` runs it)
+#
+# Idempotent and silent when everything is installed: it asks dpkg-query
+# first and only then runs apt-get update and install. The guest kernel images
+# are not installed on the host: selftests/rig/kernel.sh downloads and unpacks
+# them into a cache. Exit status: 0 when every package is installed, 1 with a
+# message otherwise.
+
+set -euo pipefail
+
+die() { echo "deps.sh: $*" >&2; exit 1; }
+
+packages=(
+	# module and tool builds
+	gcc make libc6-dev bc flex bison pkg-config sparse
+	linux-headers-amd64 linux-headers-6.12-amd64
+	libnl-3-dev libnl-genl-3-dev libibverbs-dev librdmacm-dev
+	# kselftest_harness.h for the selftests
+	linux-source-6.1
+	# guest rig: QEMU, initramfs, module tooling
+	qemu-system-x86 busybox-static cpio kmod xz-utils
+	# RDMA in the guests (they run the host's binaries)
+	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2
+	# scripts
+	jq
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null) || status=
+	[[ $status == installed ]] || missing+=("$pkg")
+done
+((${#missing[@]})) || exit 0
+
+((EUID == 0)) || die "run as root to install: ${missing[*]}"
+echo "deps.sh: installing ${missing[*]}"
+apt-get update -qq || die "apt-get update failed"
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
+	die "apt-get install failed for: ${missing[*]}"
+
+for pkg in "${missing[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null) || status=
+	[[ $status == installed ]] || die "$pkg is still not installed"
+done
