@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-3-Clause) */
+/*
+ * kxfer: kernel RDMA transfer engine, user API.
+ *
+ * Two interfaces share this header:
+ *
+ *  - the character device /dev/kxfer, the data plane for services
+ *    (ioctl structures below, KXFER_IOC_*);
+ *  - the generic netlink family "kxfer", the control plane used by
+ *    kxferctl (KXFER_CMD_*, KXFER_A_*), described in
+ *    Documentation/netlink/kxfer.yaml.
+ *
+ * Rules for every ioctl structure: fixed layout, natural alignment,
+ * explicit padding, user pointers as __u64, every "flags" field checked
+ * against the known set and every "reserved" field required to be zero
+ * (-EINVAL otherwise).  No kernel address is ever reported.
+ */
+#ifndef _UAPI_LINUX_KXFER_H
+#define _UAPI_LINUX_KXFER_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define KXFER_API_VERSION	1
+
+/* Names of pools, exports, peers: NUL-terminated, at most 31 characters. */
+#define KXFER_NAME_MAX		32
+
+/* ---------------------------------------------------------------------- */
+/* Character device                                                        */
+/* ---------------------------------------------------------------------- */
+
+#define KXFER_DEVICE_NAME	"kxfer"
+
+/* 0xE7 is not assigned in Documentation/userspace-api/ioctl/ioctl-number.rst */
+#define KXFER_IOC_MAGIC		0xE7
+
+/**
+ * struct kxfer_query - KXFER_IOC_QUERY: API version and limits
+ * @flags: in, must be 0
+ * @api_version: out, KXFER_API_VERSION of the running module
+ * @features: out, KXFER_FEAT_* bits the module implements
+ * @max_pools_per_fd: out, pools one open file may attach at once
+ * @max_segments: out, segments per job
+ * @max_jobs_per_submit: out, jobs per KXFER_IOC_SUBMIT call
+ * @max_inflight: out, jobs one open file may have in flight
+ * @pool_mem_max: out, bytes all pools together may pin
+ * @pool_mem_used: out, bytes pinned by pools now
+ * @reserved: must be 0
+ */
+struct kxfer_query {
+	__u32 flags;
+	__u32 api_version;
+	__u64 features;
+	__u32 max_pools_per_fd;
+	__u32 max_segments;
+	__u32 max_jobs_per_submit;
+	__u32 max_inflight;
+	__u64 pool_mem_max;
+	__u64 pool_mem_used;
+	__u64 reserved[4];
+};
+
+#define KXFER_FEAT_POOLS	(1ULL << 0)
+
+/**
+ * struct kxfer_pool_attach - KXFER_IOC_POOL_ATTACH: attach a pool by name
+ * @name: in, the pool's name, NUL-terminated
+ * @flags: in, must be 0
+ * @handle: out, names the attachment in later calls
+ * @size: out, the pool's size in bytes
+ * @mmap_offset: out, pass to mmap(2) as the offset to map the pool
+ * @reserved: must be 0
+ *
+ * The caller needs read and write permission on the pool, checked like
+ * a file against the pool's owner, group and mode (CAP_DAC_OVERRIDE
+ * passes).
+ */
+struct kxfer_pool_attach {
+	char  name[KXFER_NAME_MAX];
+	__u32 flags;
+	__u32 handle;
+	__u64 size;
+	__u64 mmap_offset;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kxfer_pool_detach - KXFER_IOC_POOL_DETACH
+ * @handle: in, from KXFER_IOC_POOL_ATTACH
+ * @flags: in, must be 0
+ * @reserved: must be 0
+ */
+struct kxfer_pool_detach {
+	__u32 handle;
+	__u32 flags;
+	__u64 reserved;
+};
+
+/*
+ * Every pool attached by one open file owns a window of the file's mmap
+ * offset space, KXFER_MMAP_WINDOW bytes wide, at handle * window.
+ */
+#define KXFER_MMAP_WINDOW_SHIFT	40
+#define KXFER_MMAP_WINDOW	(1ULL << KXFER_MMAP_WINDOW_SHIFT)
+
+#define KXFER_IOC_QUERY		_IOWR(KXFER_IOC_MAGIC, 0x00, struct kxfer_query)
+#define KXFER_IOC_POOL_ATTACH	_IOWR(KXFER_IOC_MAGIC, 0x01, struct kxfer_pool_attach)
+#define KXFER_IOC_POOL_DETACH	_IOW(KXFER_IOC_MAGIC, 0x02, struct kxfer_pool_detach)
+
+/* ---------------------------------------------------------------------- */
+/* Generic netlink family                                                  */
+/* ---------------------------------------------------------------------- */
+
+#define KXFER_GENL_NAME		"kxfer"
+#define KXFER_GENL_VERSION	1
+#define KXFER_MCGRP_MONITOR	"monitor"
+
+/* Export access bits (KXFER_A_EXPORT_ACCESS) */
+#define KXFER_ACCESS_READ	(1U << 0)
+#define KXFER_ACCESS_WRITE	(1U << 1)
+#define KXFER_ACCESS_ATOMIC	(1U << 2)
+#define KXFER_ACCESS_ALL	(KXFER_ACCESS_READ | KXFER_ACCESS_WRITE | \
+				 KXFER_ACCESS_ATOMIC)
+
+/* Port link layer (KXFER_A_PORT_LINK_LAYER) */
+enum kxfer_link_layer {
+	KXFER_LINK_LAYER_UNSPECIFIED,
+	KXFER_LINK_LAYER_INFINIBAND,
+	KXFER_LINK_LAYER_ETHERNET,
+};
+
+/*
+ * Port state (KXFER_A_PORT_STATE) follows the IBTA numbering:
+ * 0 nop, 1 down, 2 init, 3 armed, 4 active, 5 active-defer.
+ */
+
+/* attribute-set "dev" */
+enum {
+	KXFER_A_DEV_UNSPEC,
+	KXFER_A_DEV_NAME,			/* string */
+	KXFER_A_DEV_NODE_GUID,			/* u64, host byte order */
+	KXFER_A_DEV_PORTS,			/* nest, KXFER_A_DEV_PORT... */
+	KXFER_A_DEV_MAX_FAST_REG_PAGE_LIST_LEN,	/* u32 */
+	KXFER_A_DEV_MAX_SEND_SGE,		/* u32 */
+	KXFER_A_DEV_MAX_QP_WR,			/* u32 */
+	KXFER_A_DEV_MAX_MR_SIZE,		/* u64 */
+	KXFER_A_DEV_PORT,			/* nest, attribute-set "port" */
+	KXFER_A_DEV_PAD,
+
+	__KXFER_A_DEV_MAX,
+	KXFER_A_DEV_MAX = __KXFER_A_DEV_MAX - 1
+};
+
+/* attribute-set "port" */
+enum {
+	KXFER_A_PORT_UNSPEC,
+	KXFER_A_PORT_NUM,		/* u32 */
+	KXFER_A_PORT_STATE,		/* u32, IBTA port state */
+	KXFER_A_PORT_LINK_LAYER,	/* u32, enum kxfer_link_layer */
+	KXFER_A_PORT_ACTIVE_MTU,	/* u32, bytes */
+	KXFER_A_PORT_GID_TBL_LEN,	/* u32 */
+	KXFER_A_PORT_NETDEV,		/* string, bound net device if any */
+
+	__KXFER_A_PORT_MAX,
+	KXFER_A_PORT_MAX = __KXFER_A_PORT_MAX - 1
+};
+
+/* attribute-set "pool" */
+enum {
+	KXFER_A_POOL_UNSPEC,
+	KXFER_A_POOL_NAME,		/* string */
+	KXFER_A_POOL_SIZE,		/* u64, bytes */
+	KXFER_A_POOL_OWNER,		/* u32, uid */
+	KXFER_A_POOL_GROUP,		/* u32, gid */
+	KXFER_A_POOL_MODE,		/* u32, 0..0777 */
+	KXFER_A_POOL_NUMA_NODE,		/* s32, -1: no preference */
+	KXFER_A_POOL_CHUNKS,		/* nest, KXFER_A_POOL_CHUNK... */
+	KXFER_A_POOL_CHUNK,		/* nest, attribute-set "chunk" */
+	KXFER_A_POOL_ATTACH_COUNT,	/* u32 */
+	KXFER_A_POOL_EXPORT_COUNT,	/* u32 */
+	KXFER_A_POOL_DEVICES,		/* nest, KXFER_A_POOL_DEVICE... */
+	KXFER_A_POOL_DEVICE,		/* nest, attribute-set "pool-dev" */
+	KXFER_A_POOL_ALLOC_NS,		/* u64, time to allocate and zero */
+	KXFER_A_POOL_MAP_NS,		/* u64, time to DMA-map, all devices */
+	KXFER_A_POOL_PAD,
+
+	__KXFER_A_POOL_MAX,
+	KXFER_A_POOL_MAX = __KXFER_A_POOL_MAX - 1
+};
+
+/* attribute-set "chunk": how many chunks of one size a pool holds */
+enum {
+	KXFER_A_CHUNK_UNSPEC,
+	KXFER_A_CHUNK_SIZE,		/* u64, bytes */
+	KXFER_A_CHUNK_COUNT,		/* u32 */
+	KXFER_A_CHUNK_PAD,
+
+	__KXFER_A_CHUNK_MAX,
+	KXFER_A_CHUNK_MAX = __KXFER_A_CHUNK_MAX - 1
+};
+
+/* attribute-set "pool-dev": one device a pool is DMA-mapped on */
+enum {
+	KXFER_A_POOL_DEV_UNSPEC,
+	KXFER_A_POOL_DEV_NAME,		/* string */
+	KXFER_A_POOL_DEV_MAP_NS,	/* u64 */
+	KXFER_A_POOL_DEV_PAD,
+
+	__KXFER_A_POOL_DEV_MAX,
+	KXFER_A_POOL_DEV_MAX = __KXFER_A_POOL_DEV_MAX - 1
+};
+
+/* attribute-set "export" */
+enum {
+	KXFER_A_EXPORT_UNSPEC,
+	KXFER_A_EXPORT_NAME,		/* string */
+	KXFER_A_EXPORT_POOL,		/* string, pool name */
+	KXFER_A_EXPORT_OFFSET,		/* u64, into the pool */
+	KXFER_A_EXPORT_LEN,		/* u64; absent: to the pool's end */
+	KXFER_A_EXPORT_PEER,		/* string; absent: any peer */
+	KXFER_A_EXPORT_ACCESS,		/* u32, KXFER_ACCESS_* */
+	KXFER_A_EXPORT_PAD,
+
+	__KXFER_A_EXPORT_MAX,
+	KXFER_A_EXPORT_MAX = __KXFER_A_EXPORT_MAX - 1
+};
+
+/* attribute-set "listen" */
+enum {
+	KXFER_A_LISTEN_UNSPEC,
+	KXFER_A_LISTEN_ADDR,		/* binary, 4 (IPv4) or 16 (IPv6) bytes */
+	KXFER_A_LISTEN_PORT,		/* u16, host order; default KXFER_PORT */
+	KXFER_A_LISTEN_ALLOW,		/* nest, attribute-set "prefix"; repeated */
+	KXFER_A_LISTEN_STATE,		/* u32, enum kxfer_listen_state */
+	KXFER_A_LISTEN_ACCEPTED,	/* u32, connections accepted */
+	KXFER_A_LISTEN_REJECTED,	/* u32, connections refused */
+
+	__KXFER_A_LISTEN_MAX,
+	KXFER_A_LISTEN_MAX = __KXFER_A_LISTEN_MAX - 1
+};
+
+/* attribute-set "prefix": an address prefix of a listener's allow list */
+enum {
+	KXFER_A_PREFIX_UNSPEC,
+	KXFER_A_PREFIX_ADDR,		/* binary, 4 or 16 bytes */
+	KXFER_A_PREFIX_LEN,		/* u8, bits */
+
+	__KXFER_A_PREFIX_MAX,
+	KXFER_A_PREFIX_MAX = __KXFER_A_PREFIX_MAX - 1
+};
+
+enum kxfer_listen_state {
+	KXFER_LISTEN_ACTIVE,		/* listening */
+	KXFER_LISTEN_WAITING,		/* its device is gone; retrying */
+};
+
+/* attribute-set "peer" */
+enum {
+	KXFER_A_PEER_UNSPEC,
+	/* string: given by peer add, or the remote node's name */
+	KXFER_A_PEER_NAME,
+	KXFER_A_PEER_ADDR,		/* binary, 4 or 16 bytes */
+	KXFER_A_PEER_PORT,		/* u16, host order */
+	KXFER_A_PEER_QPS,		/* u32, 1..KXFER_MAX_QPS */
+	KXFER_A_PEER_DEPTH,		/* u32, send queue depth per QP */
+	KXFER_A_PEER_STATE,		/* u32, enum kxfer_peer_state */
+	KXFER_A_PEER_ROLE,		/* u32, enum kxfer_peer_role */
+	KXFER_A_PEER_DEV,		/* string, RDMA device in use */
+	KXFER_A_PEER_PORT_NUM,		/* u32, its port */
+	KXFER_A_PEER_REMOTE_NODE,	/* string */
+	KXFER_A_PEER_RECONNECTS,	/* u32 */
+	KXFER_A_PEER_LAST_ERROR,	/* string, why it last went down */
+	KXFER_A_PEER_LAST_ERRNO,	/* s32 */
+	KXFER_A_PEER_KEEPALIVE_RTT_NS,	/* u64, round trip of the last probe */
+	KXFER_A_PEER_UP_NS,		/* u64, time from connect to up, last time */
+	KXFER_A_PEER_QP,		/* nest, attribute-set "qp"; repeated */
+	KXFER_A_PEER_REMOTE_EXPORT,	/* nest, attribute-set "rexp"; repeated */
+	KXFER_A_PEER_PAD,
+
+	__KXFER_A_PEER_MAX,
+	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
+};
+
+/* attribute-set "qp": one queue pair of a session */
+enum {
+	KXFER_A_QP_UNSPEC,
+	KXFER_A_QP_INDEX,		/* u32 */
+	KXFER_A_QP_NUM,			/* u32, local QPN */
+	KXFER_A_QP_REMOTE_NUM,		/* u32, remote QPN */
+	KXFER_A_QP_STATE,		/* u32, IB QP state: 0 reset .. 6 error */
+
+	__KXFER_A_QP_MAX,
+	KXFER_A_QP_MAX = __KXFER_A_QP_MAX - 1
+};
+
+/* attribute-set "rexp": an export the remote advertised */
+enum {
+	KXFER_A_REXP_UNSPEC,
+	KXFER_A_REXP_NAME,		/* string */
+	KXFER_A_REXP_LEN,		/* u64 */
+	KXFER_A_REXP_ACCESS,		/* u32, KXFER_ACCESS_* */
+	KXFER_A_REXP_GEN,		/* u64, generation */
+	KXFER_A_REXP_MRS,		/* u32, memory regions covering it */
+	KXFER_A_REXP_PAD,
+
+	__KXFER_A_REXP_MAX,
+	KXFER_A_REXP_MAX = __KXFER_A_REXP_MAX - 1
+};
+
+enum kxfer_peer_state {
+	KXFER_PEER_CONNECTING,		/* resolving, connecting, exchanging */
+	KXFER_PEER_UP,			/* exports exchanged, usable */
+	KXFER_PEER_DOWN,		/* failed; reconnect pending (backoff) */
+	KXFER_PEER_CLOSING,		/* being deleted */
+};
+
+enum kxfer_peer_role {
+	KXFER_PEER_CONNECTOR,		/* made by peer add; reconnects */
+	KXFER_PEER_ACCEPTOR,		/* accepted by a listener */
+};
+
+#define KXFER_PORT		19875	/* default rdma_cm port (TCP port space) */
+#define KXFER_MAX_QPS		16
+
+enum {
+	KXFER_CMD_UNSPEC,
+	KXFER_CMD_DEV_GET,		/* do (KXFER_A_DEV_NAME) and dump */
+	KXFER_CMD_DEV_ADD_NTF,		/* monitor: device added (dev set) */
+	KXFER_CMD_DEV_DEL_NTF,		/* monitor: device removed (name) */
+	KXFER_CMD_POOL_NEW,		/* admin */
+	KXFER_CMD_POOL_DEL,		/* admin, KXFER_A_POOL_NAME */
+	KXFER_CMD_POOL_GET,		/* do (KXFER_A_POOL_NAME) and dump */
+	KXFER_CMD_EXPORT_NEW,		/* admin */
+	KXFER_CMD_EXPORT_DEL,		/* admin, KXFER_A_EXPORT_NAME */
+	KXFER_CMD_EXPORT_GET,		/* do (KXFER_A_EXPORT_NAME) and dump */
+	KXFER_CMD_POOL_ADD_NTF,		/* monitor: pool created (pool set) */
+	KXFER_CMD_POOL_DEL_NTF,		/* monitor: pool deleted (name) */
+	KXFER_CMD_EXPORT_ADD_NTF,	/* monitor: export created (export set) */
+	KXFER_CMD_EXPORT_DEL_NTF,	/* monitor: export deleted (name) */
+	KXFER_CMD_LISTEN_NEW,		/* admin */
+	KXFER_CMD_LISTEN_DEL,		/* admin, ADDR and PORT */
+	KXFER_CMD_LISTEN_GET,		/* dump */
+	KXFER_CMD_PEER_NEW,		/* admin */
+	KXFER_CMD_PEER_DEL,		/* admin, KXFER_A_PEER_NAME */
+	KXFER_CMD_PEER_GET,		/* do (KXFER_A_PEER_NAME) and dump */
+	/* monitor: NAME, STATE, ROLE, LAST_ERROR, LAST_ERRNO */
+	KXFER_CMD_PEER_STATE_NTF,
+	KXFER_CMD_PEER_DEL_NTF,		/* monitor: session gone (NAME) */
+
+	__KXFER_CMD_MAX,
+	KXFER_CMD_MAX = __KXFER_CMD_MAX - 1
+};
+
+#endif /* _UAPI_LINUX_KXFER_H */
