@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kxfer: /dev/kxfer, the data plane for services.
+ *
+ * Each open file is a context: the pools it attached (and, later, the
+ * jobs it submitted) belong to it and are released on close.  Pools
+ * are reached by mmap(2) at the offset KXFER_IOC_POOL_ATTACH returns:
+ * the file's offset space is cut into KXFER_MMAP_WINDOW-sized windows,
+ * window N being the pool attached as handle N.
+ *
+ * No lock of this file is held while user memory is copied, and mmap
+ * (which runs under the mm's mmap_lock) takes no sleeping lock of the
+ * context either: attachments live in an xarray.
+ */
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/mm.h>
+
+#include "kxfer.h"
+
+static umode_t kxfer_dev_mode = 0666;
+module_param_named(dev_mode, kxfer_dev_mode, ushort, 0444);
+MODULE_PARM_DESC(dev_mode, "Permission bits of /dev/kxfer (default 0666)");
+
+/**
+ * struct kxfer_file - one open /dev/kxfer
+ * @kf_pools: handle -> attached struct kxfer_pool (one use each)
+ */
+struct kxfer_file {
+	struct xarray	kf_pools;
+};
+
+static int kxfer_open(struct inode *inode, struct file *filp)
+{
+	struct kxfer_file *kf;
+
+	kf = kzalloc(sizeof(*kf), GFP_KERNEL);
+	if (!kf)
+		return -ENOMEM;
+	xa_init_flags(&kf->kf_pools, XA_FLAGS_ALLOC1);
+	filp->private_data = kf;
+	return nonseekable_open(inode, filp);
+}
+
+static int kxfer_release(struct inode *inode, struct file *filp)
+{
+	struct kxfer_file *kf = filp->private_data;
+	struct kxfer_pool *pool;
+	unsigned long handle;
+
+	xa_for_each(&kf->kf_pools, handle, pool) {
+		xa_erase(&kf->kf_pools, handle);
+		kxfer_pool_unuse(pool);
+	}
+	xa_destroy(&kf->kf_pools);
+	kfree(kf);
+	return 0;
+}
+
+static bool kxfer_zero(const void *p, size_t len)
+{
+	return !memchr_inv(p, 0, len);
+}
+
+static long kxfer_ioc_query(void __user *uarg)
+{
+	struct kxfer_query q;
+
+	if (copy_from_user(&q, uarg, sizeof(q)))
+		return -EFAULT;
+	if (q.flags || !kxfer_zero(q.reserved, sizeof(q.reserved)))
+		return -EINVAL;
+
+	memset(&q, 0, sizeof(q));
+	q.api_version = KXFER_API_VERSION;
+	q.features = KXFER_FEAT_POOLS;
+	q.max_pools_per_fd = kxfer_max_pools_per_fd;
+	q.pool_mem_max = kxfer_pool_mem_max;
+	q.pool_mem_used = atomic64_read(&kxfer_pool_mem_used);
+	return copy_to_user(uarg, &q, sizeof(q)) ? -EFAULT : 0;
+}
+
+static long kxfer_ioc_pool_attach(struct kxfer_file *kf, void __user *uarg)
+{
+	struct kxfer_pool_attach a;
+	struct kxfer_pool *pool;
+	u32 handle;
+	int ret;
+
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	if (a.flags || !kxfer_zero(a.reserved, sizeof(a.reserved)))
+		return -EINVAL;
+	if (!a.name[0] || !memchr(a.name, '\0', sizeof(a.name)))
+		return -EINVAL;
+
+	pool = kxfer_pool_use(a.name);
+	if (IS_ERR(pool))
+		return PTR_ERR(pool);
+
+	ret = xa_alloc(&kf->kf_pools, &handle, pool,
+		       XA_LIMIT(1, kxfer_max_pools_per_fd), GFP_KERNEL);
+	if (ret) {
+		kxfer_pool_unuse(pool);
+		return ret == -EBUSY ? -EMFILE : ret;
+	}
+
+	a.handle = handle;
+	a.size = pool->kp_size;
+	a.mmap_offset = (u64)handle << KXFER_MMAP_WINDOW_SHIFT;
+	if (copy_to_user(uarg, &a, sizeof(a))) {
+		if (xa_erase(&kf->kf_pools, handle) == pool)
+			kxfer_pool_unuse(pool);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static long kxfer_ioc_pool_detach(struct kxfer_file *kf, void __user *uarg)
+{
+	struct kxfer_pool_detach d;
+	struct kxfer_pool *pool;
+
+	if (copy_from_user(&d, uarg, sizeof(d)))
+		return -EFAULT;
+	if (d.flags || d.reserved)
+		return -EINVAL;
+	if (!d.handle)
+		return -ENOENT;
+	pool = xa_erase(&kf->kf_pools, d.handle);
+	if (!pool)
+		return -ENOENT;
+	kxfer_pool_unuse(pool);
+	return 0;
+}
+
+static long kxfer_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	struct kxfer_file *kf = filp->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case KXFER_IOC_QUERY:
+		return kxfer_ioc_query(uarg);
+	case KXFER_IOC_POOL_ATTACH:
+		return kxfer_ioc_pool_attach(kf, uarg);
+	case KXFER_IOC_POOL_DETACH:
+		return kxfer_ioc_pool_detach(kf, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* A mapping counts as a user of its pool, for as long as it exists. */
+static void kxfer_vm_open(struct vm_area_struct *vma)
+{
+	struct kxfer_pool *pool = vma->vm_private_data;
+
+	mutex_lock(&kxfer_obj_mutex);
+	pool->kp_users++;
+	kref_get(&pool->kp_ref);
+	mutex_unlock(&kxfer_obj_mutex);
+}
+
+static void kxfer_vm_close(struct vm_area_struct *vma)
+{
+	kxfer_pool_unuse(vma->vm_private_data);
+}
+
+static const struct vm_operations_struct kxfer_vm_ops = {
+	.open	= kxfer_vm_open,
+	.close	= kxfer_vm_close,
+};
+
+static int kxfer_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	struct kxfer_file *kf = filp->private_data;
+	unsigned long handle, addr;
+	struct kxfer_pool *pool;
+	u64 off, len;
+	int ret = 0;
+
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+
+	handle = vma->vm_pgoff >> (KXFER_MMAP_WINDOW_SHIFT - PAGE_SHIFT);
+	off = (u64)(vma->vm_pgoff &
+		    ((KXFER_MMAP_WINDOW >> PAGE_SHIFT) - 1)) << PAGE_SHIFT;
+	len = vma->vm_end - vma->vm_start;
+
+	xa_lock(&kf->kf_pools);
+	pool = handle ? xa_load(&kf->kf_pools, handle) : NULL;
+	if (pool)
+		kref_get(&pool->kp_ref);
+	xa_unlock(&kf->kf_pools);
+	if (!pool)
+		return -ENXIO;
+
+	if (off >= pool->kp_size || len > pool->kp_size - off) {
+		ret = -EINVAL;
+		goto out_put;
+	}
+
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	for (addr = vma->vm_start; addr < vma->vm_end;
+	     addr += PAGE_SIZE, off += PAGE_SIZE) {
+		const struct kxfer_chunk *c = kxfer_pool_chunk_at(pool, off);
+
+		ret = vm_insert_page(vma, addr,
+				     folio_page(c->kc_folio,
+						(off - c->kc_off) >> PAGE_SHIFT));
+		if (ret)
+			goto out_put;
+	}
+
+	vma->vm_private_data = pool;
+	vma->vm_ops = &kxfer_vm_ops;
+	/* Count the user; the reference taken above becomes the mapping's. */
+	mutex_lock(&kxfer_obj_mutex);
+	pool->kp_users++;
+	mutex_unlock(&kxfer_obj_mutex);
+	return 0;
+
+out_put:
+	kxfer_pool_put(pool);
+	return ret;
+}
+
+static const struct file_operations kxfer_fops = {
+	.owner		= THIS_MODULE,
+	.open		= kxfer_open,
+	.release	= kxfer_release,
+	.unlocked_ioctl	= kxfer_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.mmap		= kxfer_mmap,
+};
+
+static struct miscdevice kxfer_misc = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= KXFER_DEVICE_NAME,
+	.fops	= &kxfer_fops,
+};
+
+/**
+ * kxfer_chardev_register - create /dev/kxfer
+ *
+ * Return: 0 or a negative errno from misc_register().
+ */
+int kxfer_chardev_register(void)
+{
+	kxfer_misc.mode = kxfer_dev_mode & 0666;
+	return misc_register(&kxfer_misc);
+}
+
+/**
+ * kxfer_chardev_unregister - remove /dev/kxfer
+ *
+ * Open files keep the module pinned, so none remains when this runs at
+ * unload.
+ */
+void kxfer_chardev_unregister(void)
+{
+	misc_deregister(&kxfer_misc);
+}

@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kxfer: the control channel of a session, SEND/RECV on QP 0.
+ *
+ * Receives are posted before the QP connects ("post receives first").
+ * Sending is credit based so that the peer never runs out of receives:
+ * each side starts with the number of receives the other posted (from
+ * the connection's private data), spends one per message, and gets them
+ * back in the mh_credits field of the peer's messages.  The last credit
+ * is kept for a CREDIT message, which only returns credits, so that two
+ * sides that both ran low can always unblock each other.  The QPs are
+ * connected with rnr_retry_count 0: an RNR would be a bug, and it ends
+ * the session rather than slowing it down.
+ *
+ * Completions (softirq) only move buffers between lists; everything
+ * else runs in the session's work under s_mutex.
+ */
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+
+#include "kxfer.h"
+
+static void kxfer_ctrl_wc_recv(struct ib_cq *cq, struct ib_wc *wc);
+static void kxfer_ctrl_wc_send(struct ib_cq *cq, struct ib_wc *wc);
+
+static void kxfer_ctrl_bufs_free(struct kxfer_session *s,
+				 struct kxfer_ctrl_buf *bufs, unsigned int n,
+				 enum dma_data_direction dir)
+{
+	struct ib_device *ibdev = s->s_dev->kd_ibdev;
+	unsigned int i;
+
+	if (!bufs)
+		return;
+	for (i = 0; i < n; i++) {
+		if (!bufs[i].cb_buf)
+			continue;
+		if (bufs[i].cb_dma)
+			ib_dma_unmap_single(ibdev, bufs[i].cb_dma,
+					    KXFER_CTRL_MSG_SIZE, dir);
+		kfree(bufs[i].cb_buf);
+	}
+	kfree(bufs);
+}
+
+static struct kxfer_ctrl_buf *kxfer_ctrl_bufs_alloc(struct kxfer_session *s,
+						    unsigned int n,
+						    enum dma_data_direction dir,
+						    void (*done)(struct ib_cq *,
+								 struct ib_wc *))
+{
+	struct ib_device *ibdev = s->s_dev->kd_ibdev;
+	struct kxfer_ctrl_buf *bufs;
+	unsigned int i;
+
+	bufs = kcalloc(n, sizeof(*bufs), GFP_KERNEL);
+	if (!bufs)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		struct kxfer_ctrl_buf *cb = &bufs[i];
+
+		cb->cb_sess = s;
+		cb->cb_cqe.done = done;
+		INIT_LIST_HEAD(&cb->cb_node);
+		cb->cb_buf = kzalloc(KXFER_CTRL_MSG_SIZE, GFP_KERNEL);
+		if (!cb->cb_buf)
+			goto out_free;
+		cb->cb_dma = ib_dma_map_single(ibdev, cb->cb_buf,
+					       KXFER_CTRL_MSG_SIZE, dir);
+		if (ib_dma_mapping_error(ibdev, cb->cb_dma)) {
+			cb->cb_dma = 0;
+			goto out_free;
+		}
+	}
+	return bufs;
+
+out_free:
+	kxfer_ctrl_bufs_free(s, bufs, n, dir);
+	return NULL;
+}
+
+/**
+ * kxfer_ctrl_alloc - allocate and map the control buffers of a session
+ * @s: the session; s_dev and s_pd are set
+ *
+ * Return: 0 or %-ENOMEM.  Caller holds s_mutex.
+ */
+int kxfer_ctrl_alloc(struct kxfer_session *s)
+{
+	unsigned int i;
+
+	s->s_recvs = kxfer_ctrl_bufs_alloc(s, KXFER_CTRL_RECVS,
+					   DMA_FROM_DEVICE, kxfer_ctrl_wc_recv);
+	if (!s->s_recvs)
+		return -ENOMEM;
+	s->s_sends = kxfer_ctrl_bufs_alloc(s, KXFER_CTRL_SENDS,
+					   DMA_TO_DEVICE, kxfer_ctrl_wc_send);
+	if (!s->s_sends)
+		return -ENOMEM;
+	for (i = 0; i < KXFER_CTRL_SENDS; i++)
+		list_add_tail(&s->s_sends[i].cb_node, &s->s_free_sends);
+	s->s_credits = 0;
+	s->s_credits_owed = 0;
+	s->s_tx_seq = 0;
+	s->s_rx_seq = 0;
+	s->s_ka_sent_ns = 0;
+	s->s_ka_last_ns = 0;
+	return 0;
+}
+
+/**
+ * kxfer_ctrl_free - release the control buffers and queued messages
+ * @s: the session; its QPs and CQs are destroyed already
+ *
+ * Safe on a session that never allocated them.  Caller holds s_mutex.
+ */
+void kxfer_ctrl_free(struct kxfer_session *s)
+{
+	struct kxfer_ctrl_msg *m, *tmp;
+
+	list_for_each_entry_safe(m, tmp, &s->s_txq, cm_node) {
+		list_del(&m->cm_node);
+		kfree(m);
+	}
+	INIT_LIST_HEAD(&s->s_rxq);
+	INIT_LIST_HEAD(&s->s_free_sends);
+	if (s->s_dev) {
+		kxfer_ctrl_bufs_free(s, s->s_recvs, KXFER_CTRL_RECVS,
+				     DMA_FROM_DEVICE);
+		kxfer_ctrl_bufs_free(s, s->s_sends, KXFER_CTRL_SENDS,
+				     DMA_TO_DEVICE);
+	}
+	s->s_recvs = NULL;
+	s->s_sends = NULL;
+}
+
+static int kxfer_ctrl_post_recv(struct kxfer_session *s,
+				struct kxfer_ctrl_buf *cb)
+{
+	struct ib_sge sge = {
+		.addr	= cb->cb_dma,
+		.length	= KXFER_CTRL_MSG_SIZE,
+		.lkey	= s->s_pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe	 = &cb->cb_cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	ib_dma_sync_single_for_device(s->s_dev->kd_ibdev, cb->cb_dma,
+				      KXFER_CTRL_MSG_SIZE, DMA_FROM_DEVICE);
+	return ib_post_recv(s->s_qps[0].q_id->qp, &wr, NULL);
+}
+
+/**
+ * kxfer_ctrl_post_recvs - post every control receive on QP 0
+ * @s: the session; QP 0 exists and is not yet connected
+ *
+ * Return: 0 or the error of ib_post_recv().  Caller holds s_mutex.
+ */
+int kxfer_ctrl_post_recvs(struct kxfer_session *s)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < KXFER_CTRL_RECVS; i++) {
+		ret = kxfer_ctrl_post_recv(s, &s->s_recvs[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static void kxfer_ctrl_wc_recv(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kxfer_ctrl_buf *cb = container_of(wc->wr_cqe,
+						 struct kxfer_ctrl_buf, cb_cqe);
+	struct kxfer_session *s = cb->cb_sess;
+	unsigned long flags;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			kxfer_session_fail(s, -EIO,
+					   ib_wc_status_msg(wc->status));
+		return;
+	}
+	if (wc->opcode != IB_WC_RECV) {
+		kxfer_session_fail(s, -EPROTO, "unexpected receive opcode");
+		return;
+	}
+	cb->cb_len = wc->byte_len;
+	spin_lock_irqsave(&s->s_lock, flags);
+	list_add_tail(&cb->cb_node, &s->s_rxq);
+	spin_unlock_irqrestore(&s->s_lock, flags);
+	set_bit(KXFER_SE_RX, &s->s_events);
+	queue_work(kxfer_wq, &s->s_work);
+}
+
+static void kxfer_ctrl_wc_send(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kxfer_ctrl_buf *cb = container_of(wc->wr_cqe,
+						 struct kxfer_ctrl_buf, cb_cqe);
+	struct kxfer_session *s = cb->cb_sess;
+	unsigned long flags;
+
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+		kxfer_session_fail(s, -EIO, ib_wc_status_msg(wc->status));
+	spin_lock_irqsave(&s->s_lock, flags);
+	list_add_tail(&cb->cb_node, &s->s_free_sends);
+	spin_unlock_irqrestore(&s->s_lock, flags);
+	/* A message may be waiting for this buffer. */
+	set_bit(KXFER_SE_TX, &s->s_events);
+	queue_work(kxfer_wq, &s->s_work);
+}
+
+/**
+ * kxfer_ctrl_send - queue a control message
+ * @s: the session
+ * @type: message type
+ * @body: what follows the header, or NULL
+ * @body_len: its length
+ *
+ * The header (sequence number, returned credits) is written when the
+ * message is posted, by kxfer_ctrl_flush().  An allocation failure ends
+ * the session.  Caller holds s_mutex.
+ */
+void kxfer_ctrl_send(struct kxfer_session *s, enum kxfer_msg_type type,
+		     const void *body, unsigned int body_len)
+{
+	unsigned int len = sizeof(struct kxfer_msg_hdr) + body_len;
+	struct kxfer_ctrl_msg *m;
+
+	if (WARN_ON_ONCE(len > KXFER_CTRL_MSG_SIZE))
+		return;
+	m = kzalloc(sizeof(*m) + len, GFP_KERNEL);
+	if (!m) {
+		kxfer_session_fail(s, -ENOMEM, "out of memory for a message");
+		return;
+	}
+	m->cm_len = len;
+	m->cm_data[offsetof(struct kxfer_msg_hdr, mh_type)] = type;
+	if (body_len)
+		memcpy(m->cm_data + sizeof(struct kxfer_msg_hdr), body,
+		       body_len);
+	list_add_tail(&m->cm_node, &s->s_txq);
+}
+
+/**
+ * kxfer_ctrl_flush - post queued messages as credits and buffers allow
+ * @s: the session, control channel up
+ *
+ * Caller holds s_mutex.
+ */
+void kxfer_ctrl_flush(struct kxfer_session *s)
+{
+	struct ib_device *ibdev;
+	unsigned long flags;
+
+	if (!s->s_ctrl_up || test_bit(KXFER_SE_FAIL, &s->s_events))
+		return;
+	ibdev = s->s_dev->kd_ibdev;
+
+	/* Owed credits go back with any message; alone when many pile up. */
+	if (list_empty(&s->s_txq) &&
+	    s->s_credits_owed >= KXFER_CTRL_RECVS / 2)
+		kxfer_ctrl_send(s, KXFER_MSG_CREDIT, NULL, 0);
+
+	while (!list_empty(&s->s_txq)) {
+		struct kxfer_ctrl_msg *m = list_first_entry(&s->s_txq,
+							    struct kxfer_ctrl_msg,
+							    cm_node);
+		u8 type = m->cm_data[offsetof(struct kxfer_msg_hdr, mh_type)];
+		struct kxfer_ctrl_buf *cb;
+		struct ib_sge sge;
+		struct ib_send_wr wr = {};
+		int ret;
+
+		spin_lock_irqsave(&s->s_lock, flags);
+		cb = list_first_entry_or_null(&s->s_free_sends,
+					      struct kxfer_ctrl_buf, cb_node);
+		if (!cb || s->s_credits < (type == KXFER_MSG_CREDIT ? 1 : 2)) {
+			spin_unlock_irqrestore(&s->s_lock, flags);
+			break;
+		}
+		list_del_init(&cb->cb_node);
+		s->s_credits--;
+		spin_unlock_irqrestore(&s->s_lock, flags);
+
+		list_del(&m->cm_node);
+		memcpy(cb->cb_buf, m->cm_data, m->cm_len);
+		kxfer_wire_hdr_init(cb->cb_buf, type, m->cm_len,
+				    ++s->s_tx_seq, s->s_credits_owed);
+		s->s_credits_owed = 0;
+		sge.addr = cb->cb_dma;
+		sge.length = m->cm_len;
+		sge.lkey = s->s_pd->local_dma_lkey;
+		kfree(m);
+
+		ib_dma_sync_single_for_device(ibdev, cb->cb_dma, sge.length,
+					      DMA_TO_DEVICE);
+		wr.wr_cqe = &cb->cb_cqe;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IB_WR_SEND;
+		wr.send_flags = IB_SEND_SIGNALED;
+		ret = ib_post_send(s->s_qps[0].q_id->qp, &wr, NULL);
+		if (ret) {
+			spin_lock_irqsave(&s->s_lock, flags);
+			list_add(&cb->cb_node, &s->s_free_sends);
+			spin_unlock_irqrestore(&s->s_lock, flags);
+			kxfer_session_fail(s, ret, "cannot post a control send");
+			return;
+		}
+	}
+}
+
+/* Apply (part of) an export advertisement. */
+static int kxfer_rexport_add(struct kxfer_session *s,
+			     const struct kxfer_msg_export *m,
+			     const char **why)
+{
+	unsigned int nmrs = le16_to_cpu(m->me_nmrs);
+	unsigned int first = le16_to_cpu(m->me_first);
+	unsigned int count = le16_to_cpu(m->me_count);
+	u64 gen = le64_to_cpu(m->me_gen);
+	struct kxfer_rexport *rx;
+	unsigned int i;
+
+	list_for_each_entry(rx, &s->s_rexports, rx_node)
+		if (!strcmp(rx->rx_name, m->me_name))
+			break;
+	if (list_entry_is_head(rx, &s->s_rexports, rx_node))
+		rx = NULL;
+
+	if (first == 0) {
+		if (rx && gen <= rx->rx_gen) {
+			*why = "export generation went backwards";
+			return -EPROTO;
+		}
+		if (rx) {
+			list_del(&rx->rx_node);
+			kvfree(rx->rx_mrs);
+			kfree(rx);
+		}
+		rx = kzalloc(sizeof(*rx), GFP_KERNEL);
+		if (!rx)
+			return -ENOMEM;
+		rx->rx_mrs = kvcalloc(nmrs, sizeof(*rx->rx_mrs), GFP_KERNEL);
+		if (!rx->rx_mrs) {
+			kfree(rx);
+			return -ENOMEM;
+		}
+		memcpy(rx->rx_name, m->me_name, sizeof(rx->rx_name));
+		rx->rx_len = le64_to_cpu(m->me_len);
+		rx->rx_gen = gen;
+		rx->rx_access = le32_to_cpu(m->me_access);
+		rx->rx_nmrs = nmrs;
+		list_add_tail(&rx->rx_node, &s->s_rexports);
+	} else if (!rx || rx->rx_gen != gen || rx->rx_nmrs != nmrs ||
+		   rx->rx_have != first ||
+		   rx->rx_len != le64_to_cpu(m->me_len)) {
+		*why = "export continuation does not follow its start";
+		return -EPROTO;
+	}
+
+	for (i = 0; i < count; i++) {
+		struct kxfer_rmr *dst = &rx->rx_mrs[first + i];
+		const struct kxfer_wire_mr *src = &m->me_mrs[i];
+
+		if (first + i && le64_to_cpu(src->wm_off) <
+		    dst[-1].rm_off + dst[-1].rm_len) {
+			*why = "export MRs overlap";
+			return -EPROTO;
+		}
+		dst->rm_off = le64_to_cpu(src->wm_off);
+		dst->rm_len = le64_to_cpu(src->wm_len);
+		dst->rm_iova = le64_to_cpu(src->wm_iova);
+		dst->rm_rkey = le32_to_cpu(src->wm_rkey);
+	}
+	rx->rx_have = first + count;
+	return 0;
+}
+
+static void kxfer_rexport_del(struct kxfer_session *s,
+			      const struct kxfer_msg_export_del *m)
+{
+	struct kxfer_rexport *rx;
+
+	list_for_each_entry(rx, &s->s_rexports, rx_node) {
+		if (strcmp(rx->rx_name, m->md_name))
+			continue;
+		if (rx->rx_gen <= le64_to_cpu(m->md_gen)) {
+			list_del(&rx->rx_node);
+			kvfree(rx->rx_mrs);
+			kfree(rx);
+		}
+		return;
+	}
+}
+
+/**
+ * kxfer_rexports_clear - forget what the remote advertised
+ * @s: the session
+ *
+ * Caller holds s_mutex.
+ */
+void kxfer_rexports_clear(struct kxfer_session *s)
+{
+	struct kxfer_rexport *rx, *tmp;
+
+	list_for_each_entry_safe(rx, tmp, &s->s_rexports, rx_node) {
+		list_del(&rx->rx_node);
+		kvfree(rx->rx_mrs);
+		kfree(rx);
+	}
+}
+
+static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
+			       const char **why)
+{
+	const struct kxfer_msg_hdr *h = buf;
+
+	switch (h->mh_type) {
+	case KXFER_MSG_CREDIT:
+		return 0;
+	case KXFER_MSG_EXPORT_ADD:
+		return kxfer_rexport_add(s, buf, why);
+	case KXFER_MSG_EXPORT_DEL:
+		kxfer_rexport_del(s, buf);
+		return 0;
+	case KXFER_MSG_SYNC_DONE:
+		if (s->s_got_sync) {
+			*why = "second end of the export table";
+			return -EPROTO;
+		}
+		s->s_got_sync = true;
+		return 0;
+	case KXFER_MSG_KEEPALIVE:
+		kxfer_ctrl_send(s, KXFER_MSG_KEEPALIVE_ACK,
+				&((const struct kxfer_msg_keepalive *)buf)->mk_stamp,
+				sizeof(__le64));
+		return 0;
+	case KXFER_MSG_KEEPALIVE_ACK: {
+		u64 stamp = le64_to_cpu(((const struct kxfer_msg_keepalive *)
+					 buf)->mk_stamp);
+
+		if (stamp && stamp == s->s_ka_sent_ns) {
+			s->s_ka_rtt_ns = ktime_get_ns() - stamp;
+			s->s_ka_sent_ns = 0;
+		}
+		return 0;
+	}
+	default:
+		*why = "unknown message type";
+		return -EPROTO;
+	}
+}
+
+/**
+ * kxfer_ctrl_process - check and apply every received control message
+ * @s: the session, control channel up
+ *
+ * A message that fails its checks ends the session with a logged reason
+ * and is not looked at any further.  Caller holds s_mutex.
+ */
+void kxfer_ctrl_process(struct kxfer_session *s)
+{
+	struct ib_device *ibdev = s->s_dev->kd_ibdev;
+	unsigned long flags;
+
+	for (;;) {
+		const struct kxfer_msg_hdr *h;
+		struct kxfer_ctrl_buf *cb;
+		const char *why = "bad message";
+		int ret;
+
+		spin_lock_irqsave(&s->s_lock, flags);
+		cb = list_first_entry_or_null(&s->s_rxq, struct kxfer_ctrl_buf,
+					      cb_node);
+		if (cb)
+			list_del_init(&cb->cb_node);
+		spin_unlock_irqrestore(&s->s_lock, flags);
+		if (!cb)
+			break;
+
+		ib_dma_sync_single_for_cpu(ibdev, cb->cb_dma,
+					   KXFER_CTRL_MSG_SIZE,
+					   DMA_FROM_DEVICE);
+		h = cb->cb_buf;
+		ret = kxfer_wire_check(cb->cb_buf, cb->cb_len,
+				       s->s_rx_seq + 1, &why);
+		if (!ret) {
+			s->s_rx_seq++;
+			WRITE_ONCE(s->s_last_rx_ns, ktime_get_ns());
+			spin_lock_irqsave(&s->s_lock, flags);
+			s->s_credits += le16_to_cpu(h->mh_credits);
+			if (s->s_credits > s->s_credits_max) {
+				why = "more credits returned than lent";
+				ret = -EPROTO;
+			}
+			spin_unlock_irqrestore(&s->s_lock, flags);
+			if (!ret)
+				ret = kxfer_ctrl_dispatch(s, cb->cb_buf, &why);
+		}
+		if (ret) {
+			pr_warn_ratelimited("kxfer: peer %s: bad control message: %s\n",
+					    s->s_name, why);
+			kxfer_session_fail(s, ret, why);
+			return;
+		}
+		ret = kxfer_ctrl_post_recv(s, cb);
+		if (ret) {
+			kxfer_session_fail(s, ret, "cannot repost a receive");
+			return;
+		}
+		s->s_credits_owed++;
+	}
+}

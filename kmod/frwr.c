@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kxfer: fast-registration memory regions for exports (DESIGN §2, §3).
+ *
+ * When a session's control channel comes up, and whenever exports
+ * change, every export whose peer selector matches the session is
+ * registered on the session's own PD: FRWR MRs (ib_alloc_mr,
+ * ib_map_mr_sg, IB_WR_REG_MR) covering exactly the export's range, as
+ * many as the device's page-list reach requires, each with an iova that
+ * starts at the byte's offset within its first page, so that remote
+ * addresses are offsets and never kernel addresses.  The key is rotated
+ * (ib_inc_rkey) before every registration.
+ *
+ * An rkey given to one peer is refused on every other peer's QPs: the
+ * MRs live in this session's PD only.  Withdrawal posts LOCAL_INV and
+ * waits for it before anyone is told the export is gone.
+ *
+ * Registration and invalidation are posted on QP 0 in batches of
+ * KXFER_REG_BATCH work requests, the last of each signaled and waited
+ * for, so that the send queue never overflows.
+ */
+#include <linux/slab.h>
+#include <linux/scatterlist.h>
+
+#include "kxfer.h"
+
+#define KXFER_REG_TIMEOUT_MS	5000
+
+static void kxfer_mr_wc_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kxfer_mr_reg *m = container_of(wc->wr_cqe, struct kxfer_mr_reg,
+					      mr_cqe);
+
+	m->mr_status = wc->status;
+	complete(&m->mr_done);
+}
+
+static bool kxfer_export_matches(struct kxfer_session *s,
+				 struct kxfer_export *exp)
+{
+	return !exp->ke_peer[0] || !strcmp(exp->ke_peer, s->s_name);
+}
+
+static int kxfer_ib_access(u32 access)
+{
+	int flags = IB_ACCESS_LOCAL_WRITE;
+
+	if (access & KXFER_ACCESS_READ)
+		flags |= IB_ACCESS_REMOTE_READ;
+	if (access & KXFER_ACCESS_WRITE)
+		flags |= IB_ACCESS_REMOTE_WRITE;
+	if (access & KXFER_ACCESS_ATOMIC)
+		flags |= IB_ACCESS_REMOTE_ATOMIC;
+	return flags;
+}
+
+/*
+ * Post a chain of work requests on QP 0 and wait for the last, which is
+ * signaled with @wait's CQE.
+ */
+static int kxfer_reg_post_wait(struct kxfer_session *s,
+			       struct ib_send_wr *first,
+			       struct kxfer_mr_reg *wait)
+{
+	unsigned long tmo = msecs_to_jiffies(KXFER_REG_TIMEOUT_MS);
+	struct ib_qp *qp = s->s_qps[0].q_id->qp;
+	int ret;
+
+	init_completion(&wait->mr_done);
+	wait->mr_status = IB_WC_SUCCESS;
+	ret = ib_post_send(qp, first, NULL);
+	if (!ret && !wait_for_completion_timeout(&wait->mr_done, tmo))
+		ret = -ETIMEDOUT;
+	if (!ret)
+		return wait->mr_status == IB_WC_SUCCESS ? 0 : -EIO;
+	/*
+	 * Part of the chain may still be in flight and its completions
+	 * point into memory the caller is about to free: flush it out.
+	 * The session is failing anyway.
+	 */
+	kxfer_session_fail(s, ret, "registration work request failed");
+	ib_drain_qp(qp);
+	return ret;
+}
+
+/* Map one MR over pool bytes [start, end): its DMA ranges, one per chunk. */
+static int kxfer_mr_map(struct kxfer_pool *pool, const u64 *dma,
+			struct ib_mr *mr, u64 start, u64 end)
+{
+	const struct kxfer_chunk *c = kxfer_pool_chunk_at(pool, start);
+	unsigned int i, n = 0, first = c - pool->kp_chunks;
+	struct scatterlist *sgl, *sg;
+	u64 off;
+	int ret;
+
+	for (off = c->kc_off; off < end; n++)
+		off += PAGE_SIZE << pool->kp_chunks[first + n].kc_order;
+	sgl = kcalloc(n, sizeof(*sgl), GFP_KERNEL);
+	if (!sgl)
+		return -ENOMEM;
+	sg_init_table(sgl, n);
+
+	for (i = 0, sg = sgl; i < n; i++, sg = sg_next(sg)) {
+		const struct kxfer_chunk *ci = &pool->kp_chunks[first + i];
+		u64 cstart = max(start, ci->kc_off);
+		u64 cend = min(end, ci->kc_off + (PAGE_SIZE << ci->kc_order));
+
+		sg_dma_address(sg) = dma[first + i] + (cstart - ci->kc_off);
+		sg_dma_len(sg) = cend - cstart;
+		sg->length = cend - cstart;
+	}
+	ret = ib_map_mr_sg(mr, sgl, n, NULL, PAGE_SIZE);
+	kfree(sgl);
+	return ret == n ? 0 : (ret < 0 ? ret : -EINVAL);
+}
+
+static void kxfer_reg_free(struct kxfer_reg *rg)
+{
+	unsigned int i;
+
+	for (i = 0; i < rg->rg_nmrs; i++)
+		if (rg->rg_mrs[i].mr_ibmr)
+			ib_dereg_mr(rg->rg_mrs[i].mr_ibmr);
+	kfree(rg);
+}
+
+/* Register one export on the session.  Caller holds s_mutex, obj_mutex. */
+static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
+					  struct kxfer_export *exp)
+{
+	struct ib_device *ibdev = s->s_dev->kd_ibdev;
+	struct kxfer_pool *pool = exp->ke_pool;
+	unsigned int max_pages, nmrs, i, batch = 0;
+	struct ib_reg_wr *wrs;
+	struct kxfer_pool_map *pm;
+	struct kxfer_reg *rg;
+	u64 span, base, end;
+	int ret = -ENOMEM;
+
+	kxfer_pool_map_device(pool, s->s_dev);
+	mutex_lock(&pool->kp_map_lock);
+	list_for_each_entry(pm, &pool->kp_maps, pm_node)
+		if (pm->pm_dev == s->s_dev)
+			break;
+	mutex_unlock(&pool->kp_map_lock);
+	if (list_entry_is_head(pm, &pool->kp_maps, pm_node))
+		return ERR_PTR(-ENOMEM);
+
+	max_pages = min_t(u32, ibdev->attrs.max_fast_reg_page_list_len, 512);
+	span = (u64)max_pages << PAGE_SHIFT;
+	base = round_down(exp->ke_off, PAGE_SIZE);
+	end = exp->ke_off + exp->ke_len;
+	nmrs = DIV_ROUND_UP(end - base, span);
+	if (nmrs > KXFER_WIRE_MAX_MRS)
+		return ERR_PTR(-E2BIG);
+
+	rg = kzalloc(struct_size(rg, rg_mrs, nmrs), GFP_KERNEL);
+	wrs = kcalloc(KXFER_REG_BATCH, sizeof(*wrs), GFP_KERNEL);
+	if (!rg || !wrs)
+		goto out_free;
+	rg->rg_export = exp;
+	rg->rg_gen = exp->ke_gen;
+	rg->rg_nmrs = nmrs;
+
+	for (i = 0; i < nmrs; i++) {
+		struct kxfer_mr_reg *m = &rg->rg_mrs[i];
+		u64 start = max(exp->ke_off, base + i * span);
+		u64 stop = min(end, base + (i + 1) * span);
+		struct ib_reg_wr *wr = &wrs[batch];
+		struct ib_mr *mr;
+
+		mr = ib_alloc_mr(s->s_pd, IB_MR_TYPE_MEM_REG, max_pages);
+		if (IS_ERR(mr)) {
+			ret = PTR_ERR(mr);
+			goto out_free;
+		}
+		m->mr_ibmr = mr;
+		m->mr_cqe.done = kxfer_mr_wc_done;
+		ret = kxfer_mr_map(pool, pm->pm_dma, mr, start, stop);
+		if (ret)
+			goto out_free;
+		/* Zero-based: keep only the offset within the first page. */
+		mr->iova &= PAGE_SIZE - 1;
+		ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+		m->mr_off = start - exp->ke_off;
+		m->mr_len = stop - start;
+		m->mr_iova = mr->iova;
+
+		memset(wr, 0, sizeof(*wr));
+		wr->wr.opcode = IB_WR_REG_MR;
+		wr->wr.wr_cqe = &m->mr_cqe;
+		wr->mr = mr;
+		wr->key = mr->rkey;
+		wr->access = kxfer_ib_access(exp->ke_access);
+		if (batch)
+			wrs[batch - 1].wr.next = &wr->wr;
+		if (++batch == KXFER_REG_BATCH || i + 1 == nmrs) {
+			wr->wr.send_flags = IB_SEND_SIGNALED;
+			ret = kxfer_reg_post_wait(s, &wrs[0].wr, m);
+			if (ret)
+				goto out_free;
+			batch = 0;
+		}
+	}
+	kfree(wrs);
+	return rg;
+
+out_free:
+	kfree(wrs);
+	if (rg)
+		kxfer_reg_free(rg);
+	return ERR_PTR(ret);
+}
+
+/* Tell the peer about a registered export, as many messages as it takes. */
+static void kxfer_reg_advertise(struct kxfer_session *s, struct kxfer_reg *rg)
+{
+	struct kxfer_export *exp = rg->rg_export;
+	unsigned int first, i, count;
+	struct kxfer_msg_export *m;
+	size_t body = KXFER_CTRL_MSG_SIZE - sizeof(m->me_hdr);
+
+	m = kzalloc(KXFER_CTRL_MSG_SIZE, GFP_KERNEL);
+	if (!m) {
+		kxfer_session_fail(s, -ENOMEM, "out of memory for a message");
+		return;
+	}
+	for (first = 0; first < rg->rg_nmrs; first += count) {
+		count = min_t(unsigned int, rg->rg_nmrs - first,
+			      KXFER_WIRE_MRS_PER_MSG);
+		memset(m, 0, KXFER_CTRL_MSG_SIZE);
+		strscpy(m->me_name, exp->ke_name, sizeof(m->me_name));
+		m->me_len = cpu_to_le64(exp->ke_len);
+		m->me_gen = cpu_to_le64(rg->rg_gen);
+		m->me_access = cpu_to_le32(exp->ke_access);
+		m->me_nmrs = cpu_to_le16(rg->rg_nmrs);
+		m->me_first = cpu_to_le16(first);
+		m->me_count = cpu_to_le16(count);
+		for (i = 0; i < count; i++) {
+			const struct kxfer_mr_reg *r = &rg->rg_mrs[first + i];
+
+			m->me_mrs[i].wm_off = cpu_to_le64(r->mr_off);
+			m->me_mrs[i].wm_len = cpu_to_le64(r->mr_len);
+			m->me_mrs[i].wm_iova = cpu_to_le64(r->mr_iova);
+			m->me_mrs[i].wm_rkey = cpu_to_le32(r->mr_ibmr->rkey);
+		}
+		body = sizeof(*m) - sizeof(m->me_hdr) +
+		       count * sizeof(m->me_mrs[0]);
+		kxfer_ctrl_send(s, KXFER_MSG_EXPORT_ADD, m->me_name, body);
+	}
+	kfree(m);
+}
+
+/**
+ * kxfer_regs_sync - register and advertise every export the session lacks
+ * @s: the session, control channel up
+ *
+ * Exports for other peers are skipped; exports already registered at
+ * their current generation are left alone.
+ *
+ * Return: 0 or a negative errno (the session should fail).  Caller
+ * holds s_mutex.  May sleep (waits for registrations).
+ */
+int kxfer_regs_sync(struct kxfer_session *s)
+{
+	struct kxfer_export *exp;
+	struct kxfer_reg *rg;
+	int ret = 0;
+
+	mutex_lock(&kxfer_obj_mutex);
+	list_for_each_entry(exp, &kxfer_exports, ke_node) {
+		if (!kxfer_export_matches(s, exp))
+			continue;
+		list_for_each_entry(rg, &s->s_regs, rg_node)
+			if (rg->rg_export == exp && rg->rg_gen == exp->ke_gen)
+				break;
+		if (!list_entry_is_head(rg, &s->s_regs, rg_node))
+			continue;
+		rg = kxfer_reg_export(s, exp);
+		if (IS_ERR(rg)) {
+			ret = PTR_ERR(rg);
+			kxfer_warn("peer %s: cannot register export %s: %d\n",
+				   s->s_name, exp->ke_name, ret);
+			break;
+		}
+		list_add_tail(&rg->rg_node, &s->s_regs);
+		kxfer_reg_advertise(s, rg);
+	}
+	mutex_unlock(&kxfer_obj_mutex);
+	return ret;
+}
+
+/**
+ * kxfer_reg_invalidate - invalidate an export's MRs and free them
+ * @s: the session
+ * @rg: the registration, already off s_regs
+ *
+ * LOCAL_INV is posted and waited for while the QP works; whatever
+ * happens, deregistration follows, which revokes the keys for good.
+ *
+ * Return: 0 if the invalidation completed, else a negative errno (the
+ * keys are dead all the same).  Caller holds s_mutex.
+ */
+int kxfer_reg_invalidate(struct kxfer_session *s, struct kxfer_reg *rg)
+{
+	struct ib_send_wr *wrs = NULL;
+	unsigned int i, batch = 0;
+	int ret = -ENOTCONN;
+
+	if (!s->s_ctrl_up || test_bit(KXFER_SE_FAIL, &s->s_events))
+		goto out_dereg;
+	wrs = kcalloc(KXFER_REG_BATCH, sizeof(*wrs), GFP_KERNEL);
+	if (!wrs) {
+		ret = -ENOMEM;
+		goto out_dereg;
+	}
+	for (i = 0; i < rg->rg_nmrs; i++) {
+		struct kxfer_mr_reg *m = &rg->rg_mrs[i];
+		struct ib_send_wr *wr = &wrs[batch];
+
+		memset(wr, 0, sizeof(*wr));
+		wr->opcode = IB_WR_LOCAL_INV;
+		wr->ex.invalidate_rkey = m->mr_ibmr->rkey;
+		wr->wr_cqe = &m->mr_cqe;
+		if (batch)
+			wrs[batch - 1].next = wr;
+		if (++batch == KXFER_REG_BATCH || i + 1 == rg->rg_nmrs) {
+			wr->send_flags = IB_SEND_SIGNALED;
+			ret = kxfer_reg_post_wait(s, &wrs[0], m);
+			if (ret)
+				break;
+			batch = 0;
+		}
+	}
+	kfree(wrs);
+out_dereg:
+	for (i = 0; i < rg->rg_nmrs; i++)
+		if (rg->rg_mrs[i].mr_ibmr)
+			ib_dereg_mr(rg->rg_mrs[i].mr_ibmr);
+	rg->rg_nmrs = 0;
+	return ret;
+}
+
+/**
+ * kxfer_regs_release - deregister every export MR of a session
+ * @s: the session; its QPs are drained
+ *
+ * Caller holds s_mutex.
+ */
+void kxfer_regs_release(struct kxfer_session *s)
+{
+	struct kxfer_reg *rg, *tmp;
+
+	list_for_each_entry_safe(rg, tmp, &s->s_regs, rg_node) {
+		list_del(&rg->rg_node);
+		kxfer_reg_free(rg);
+	}
+}

@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * kxfer: kernel RDMA transfer engine, module-internal declarations.
+ */
+#ifndef _KXFER_H
+#define _KXFER_H
+
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+#include <linux/uidgid.h>
+#include <linux/completion.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+
+#include <linux/kxfer.h>
+
+#include "compat.h"
+
+#define kxfer_err(fmt, ...)	pr_err("kxfer: " fmt, ##__VA_ARGS__)
+#define kxfer_warn(fmt, ...)	pr_warn("kxfer: " fmt, ##__VA_ARGS__)
+#define kxfer_info(fmt, ...)	pr_info("kxfer: " fmt, ##__VA_ARGS__)
+#define kxfer_dbg(fmt, ...)	pr_debug("kxfer: " fmt, ##__VA_ARGS__)
+
+/* main.c: module parameters */
+extern unsigned long kxfer_pool_mem_max;
+extern unsigned int kxfer_max_pools_per_fd;
+
+/* ---------------------------------------------------------------------- */
+/* device.c: the ib_client                                                 */
+/* ---------------------------------------------------------------------- */
+
+enum {
+	KXFER_DEV_REMOVING,	/* ib_client remove has begun */
+};
+
+/**
+ * struct kxfer_device - one RDMA device kxfer uses
+ * @kd_node: on kxfer_devices, under kxfer_dev_mutex
+ * @kd_ibdev: the ib_core device; valid while a reference is held
+ * @kd_ref: references; the ib_client remove callback waits for the last
+ * @kd_flags: KXFER_DEV_* bits
+ * @kd_released: completed when @kd_ref drops to zero
+ * @kd_name: the device's name when it was added (used in logs and in
+ *	the removal event, when the device may already be renamed)
+ */
+struct kxfer_device {
+	struct list_head	kd_node;
+	struct ib_device	*kd_ibdev;
+	struct kref		kd_ref;
+	unsigned long		kd_flags;
+	struct completion	kd_released;
+	char			kd_name[IB_DEVICE_NAME_MAX];
+};
+
+extern struct mutex kxfer_dev_mutex;
+extern struct list_head kxfer_devices;
+
+int kxfer_device_client_register(void);
+void kxfer_device_client_unregister(void);
+struct kxfer_device *kxfer_device_get_by_name(const char *name);
+void kxfer_device_put(struct kxfer_device *kd);
+unsigned int kxfer_device_snapshot(struct kxfer_device ***out);
+void kxfer_device_snapshot_put(struct kxfer_device **kds, unsigned int n);
+
+/* ---------------------------------------------------------------------- */
+/* pool.c: pinned memory pools                                             */
+/* ---------------------------------------------------------------------- */
+
+/* Pools are made of folios up to 2 MiB, the PMD size with 4 KiB pages. */
+#define KXFER_POOL_MAX_ORDER	(21 - PAGE_SHIFT)
+#define KXFER_POOL_ORDERS	(KXFER_POOL_MAX_ORDER + 1)
+
+/**
+ * struct kxfer_chunk - one physically contiguous folio of a pool
+ * @kc_folio: the folio, zeroed at allocation
+ * @kc_off: byte offset of the chunk in the pool
+ * @kc_order: allocation order
+ */
+struct kxfer_chunk {
+	struct folio	*kc_folio;
+	u64		kc_off;
+	unsigned int	kc_order;
+};
+
+/**
+ * struct kxfer_pool_map - a pool DMA-mapped on one device
+ * @pm_node: on the pool's kp_maps, under kp_map_lock
+ * @pm_dev: the device; the map holds a reference
+ * @pm_dma: DMA address of each chunk, indexed like kp_chunks
+ * @pm_map_ns: how long mapping took
+ */
+struct kxfer_pool_map {
+	struct list_head	pm_node;
+	struct kxfer_device	*pm_dev;
+	u64			*pm_dma;
+	u64			pm_map_ns;
+};
+
+/**
+ * struct kxfer_pool - a named region of pinned memory
+ * @kp_node: on kxfer_pools, under kxfer_obj_mutex, until freed
+ * @kp_ref: lifetime; held by the namespace, attachments, mappings,
+ *	exports
+ * @kp_name: unique among live pools
+ * @kp_size: bytes, a multiple of PAGE_SIZE
+ * @kp_owner: uid allowed by the owner bits of @kp_mode
+ * @kp_group: gid allowed by the group bits of @kp_mode
+ * @kp_mode: permission bits, as for a file (0..0777)
+ * @kp_numa: NUMA node asked for, or NUMA_NO_NODE
+ * @kp_chunks: the folios, in pool order
+ * @kp_nchunks: entries in @kp_chunks
+ * @kp_users: attachments plus live mappings, under kxfer_obj_mutex
+ * @kp_nexports: exports of this pool, under kxfer_obj_mutex
+ * @kp_deleted: removed from the namespace, no new users
+ * @kp_alloc_ns: time to allocate and zero the memory
+ * @kp_map_lock: protects @kp_maps
+ * @kp_maps: struct kxfer_pool_map, one per device
+ */
+struct kxfer_pool {
+	struct list_head	kp_node;
+	struct kref		kp_ref;
+	char			kp_name[KXFER_NAME_MAX];
+	u64			kp_size;
+	kuid_t			kp_owner;
+	kgid_t			kp_group;
+	umode_t			kp_mode;
+	int			kp_numa;
+	struct kxfer_chunk	*kp_chunks;
+	unsigned int		kp_nchunks;
+	unsigned int		kp_users;
+	unsigned int		kp_nexports;
+	bool			kp_deleted;
+	u64			kp_alloc_ns;
+	struct mutex		kp_map_lock;	/* protects kp_maps */
+	struct list_head	kp_maps;
+};
+
+/**
+ * struct kxfer_pool_args - what a new pool is made of
+ */
+struct kxfer_pool_args {
+	const char	*name;
+	u64		size;
+	kuid_t		owner;
+	kgid_t		group;
+	umode_t		mode;
+	int		numa;
+};
+
+/**
+ * struct kxfer_export - a byte range of a pool that peers may reach
+ * @ke_node: on kxfer_exports, under kxfer_obj_mutex
+ * @ke_name: unique among exports
+ * @ke_pool: the pool; the export holds a reference
+ * @ke_off: first byte in the pool
+ * @ke_len: length in bytes, never 0
+ * @ke_peer: peer name allowed to use it; empty for any peer
+ * @ke_access: KXFER_ACCESS_* bits, never 0
+ * @ke_gen: generation, unique and increasing over the module's life
+ */
+struct kxfer_export {
+	struct list_head	ke_node;
+	char			ke_name[KXFER_NAME_MAX];
+	struct kxfer_pool	*ke_pool;
+	u64			ke_off;
+	u64			ke_len;
+	char			ke_peer[KXFER_NAME_MAX];
+	u32			ke_access;
+	u64			ke_gen;
+};
+
+extern struct mutex kxfer_obj_mutex;
+extern struct list_head kxfer_pools;
+extern struct list_head kxfer_exports;
+extern atomic64_t kxfer_pool_mem_used;
+
+int kxfer_pool_create(const struct kxfer_pool_args *args,
+		      struct netlink_ext_ack *extack);
+int kxfer_pool_delete(const char *name, struct netlink_ext_ack *extack);
+struct kxfer_pool *kxfer_pool_find(const char *name);
+void kxfer_pool_put(struct kxfer_pool *pool);
+int kxfer_pool_check_access(const struct kxfer_pool *pool);
+struct kxfer_pool *kxfer_pool_use(const char *name);
+void kxfer_pool_unuse(struct kxfer_pool *pool);
+void kxfer_pool_map_device(struct kxfer_pool *pool, struct kxfer_device *kd);
+void kxfer_pools_device_removed(struct kxfer_device *kd);
+const struct kxfer_chunk *kxfer_pool_chunk_at(const struct kxfer_pool *pool,
+					      u64 off);
+void kxfer_pools_destroy_all(void);
+
+int kxfer_export_create(const char *name, const char *pool_name, u64 off,
+			u64 len, bool has_len, const char *peer, u32 access,
+			struct netlink_ext_ack *extack);
+int kxfer_export_delete(const char *name, struct netlink_ext_ack *extack);
+void kxfer_exports_destroy_all(void);
+
+/* ---------------------------------------------------------------------- */
+/* session.c, listen.c, ctrl.c, frwr.c: sessions between two kxfer nodes   */
+/* ---------------------------------------------------------------------- */
+
+#include <linux/workqueue.h>
+#include <linux/socket.h>
+#include <rdma/rdma_cm.h>
+#include "wire.h"
+
+extern struct workqueue_struct *kxfer_wq;
+extern char kxfer_node_name[KXFER_NAME_MAX];
+extern unsigned int kxfer_keepalive_ms;
+extern unsigned int kxfer_keepalive_timeout_ms;
+extern unsigned int kxfer_reconnect_max_ms;
+
+/* rdma_cm id contexts start with this tag, to tell listeners from QPs. */
+enum kxfer_cm_kind {
+	KXFER_CM_LISTENER = 1,
+	KXFER_CM_QP,
+	KXFER_CM_DEAD,		/* handed to the reaper; events ignored */
+};
+
+#define KXFER_CTRL_RECVS	32	/* control receives posted on QP 0 */
+#define KXFER_CTRL_SENDS	16	/* control send buffers */
+#define KXFER_REG_BATCH		32	/* REG_MR or LOCAL_INV per post */
+
+/* Bits of kxfer_qp.q_events, set by the CM handler for the work. */
+enum {
+	KXFER_QPE_ROUTED,	/* route resolved: create the QP, connect */
+	KXFER_QPE_ESTABLISHED,	/* connected */
+};
+
+/**
+ * struct kxfer_qp - one RC queue pair of a session, with its cm_id
+ * @q_kind: KXFER_CM_QP (the cm_id's context points here)
+ * @q_sess: the session
+ * @q_index: index in the session
+ * @q_id: the rdma_cm id; owns the QP
+ * @q_cq: send and receive CQ of this QP
+ * @q_events: KXFER_QPE_* bits from the CM handler
+ * @q_established: reached RTS; must be drained before destruction
+ * @q_remote_qpn: the peer's QP number
+ */
+struct kxfer_qp {
+	enum kxfer_cm_kind	q_kind;
+	struct kxfer_session	*q_sess;
+	unsigned int		q_index;
+	struct rdma_cm_id	*q_id;
+	struct ib_cq		*q_cq;
+	unsigned long		q_events;
+	bool			q_established;
+	u32			q_remote_qpn;
+};
+
+/**
+ * struct kxfer_ctrl_buf - a registered buffer for one control message
+ */
+struct kxfer_ctrl_buf {
+	struct ib_cqe		cb_cqe;
+	struct kxfer_session	*cb_sess;
+	struct list_head	cb_node;
+	void			*cb_buf;
+	u64			cb_dma;
+	unsigned int		cb_len;
+};
+
+/**
+ * struct kxfer_ctrl_msg - a control message waiting for credit or a buffer
+ */
+struct kxfer_ctrl_msg {
+	struct list_head	cm_node;
+	unsigned int		cm_len;
+	u8			cm_data[];
+};
+
+/**
+ * struct kxfer_mr_reg - one FRWR memory region of an export registration
+ */
+struct kxfer_mr_reg {
+	struct ib_mr	*mr_ibmr;
+	struct ib_cqe	mr_cqe;
+	struct completion mr_done;
+	int		mr_status;
+	u64		mr_off;		/* offset in the export */
+	u64		mr_len;
+	u64		mr_iova;
+};
+
+/**
+ * struct kxfer_reg - an export registered on a session's PD
+ * @rg_node: on the session's s_regs
+ * @rg_export: the export; the registration holds no reference, export
+ *	deletion removes it first (kxfer_sessions_export_removed())
+ * @rg_gen: generation advertised for it
+ * @rg_nmrs: entries in @rg_mrs
+ */
+struct kxfer_reg {
+	struct list_head	rg_node;
+	struct kxfer_export	*rg_export;
+	u64			rg_gen;
+	unsigned int		rg_nmrs;
+	struct kxfer_mr_reg	rg_mrs[];
+};
+
+/**
+ * struct kxfer_rmr - one memory region of a remote export, host order
+ */
+struct kxfer_rmr {
+	u64	rm_off;		/* first byte of the export it covers */
+	u64	rm_len;
+	u64	rm_iova;	/* remote address of rm_off */
+	u32	rm_rkey;
+};
+
+/**
+ * struct kxfer_rexport - an export the remote advertised
+ */
+struct kxfer_rexport {
+	struct list_head	rx_node;
+	char			rx_name[KXFER_NAME_MAX];
+	u64			rx_len;
+	u64			rx_gen;
+	u32			rx_access;
+	unsigned int		rx_nmrs;
+	unsigned int		rx_have;	/* MR entries received so far */
+	struct kxfer_rmr	*rx_mrs;
+};
+
+/* Bits of kxfer_session.s_events */
+enum {
+	KXFER_SE_START,		/* connector: begin a connection attempt */
+	KXFER_SE_FAIL,		/* something failed: tear down */
+	KXFER_SE_RX,		/* control messages are waiting */
+	KXFER_SE_TX,		/* credits or send buffers came back */
+	KXFER_SE_REGS,		/* exports changed: register and advertise */
+};
+
+/**
+ * struct kxfer_session - a connection of N RC QPs to one remote kxfer
+ *
+ * Locking: s_mutex serialises the state machine (s_work), teardown and
+ * control-plane readers.  s_lock (a spinlock, taken in CQ handlers)
+ * protects credits, the send buffer free list and the receive queue.
+ * The CM handler only sets bits and queues s_work; it takes no mutex.
+ */
+struct kxfer_session {
+	struct list_head	s_node;
+	struct kref		s_ref;
+	char			s_name[KXFER_NAME_MAX];
+	enum kxfer_peer_role	s_role;
+	enum kxfer_peer_state	s_state;
+	struct sockaddr_storage	s_dst;
+	unsigned int		s_nqps;
+	unsigned int		s_depth;
+	u64			s_sid;
+	char			s_remote_node[KXFER_NAME_MAX];
+
+	struct mutex		s_mutex;	/* the state machine */
+	struct work_struct	s_work;
+	struct delayed_work	s_timer;
+	struct work_struct	s_destroy_work;
+	unsigned long		s_events;
+
+	struct kxfer_device	*s_dev;
+	struct ib_pd		*s_pd;
+	u32			s_port_num;
+	struct kxfer_qp		s_qps[KXFER_MAX_QPS];
+	unsigned int		s_nestablished;
+
+	/* control channel (QP 0) */
+	spinlock_t		s_lock;
+	struct kxfer_ctrl_buf	*s_recvs;
+	struct kxfer_ctrl_buf	*s_sends;
+	struct list_head	s_free_sends;
+	struct list_head	s_rxq;
+	struct list_head	s_txq;
+	int			s_credits;
+	int			s_credits_max;	/* receives the peer posted */
+	unsigned int		s_credits_owed;
+	u32			s_tx_seq;
+	u32			s_rx_seq;
+	bool			s_ctrl_up;
+	bool			s_sent_sync;
+	bool			s_got_sync;
+	u64			s_last_rx_ns;
+	u64			s_ka_sent_ns;	/* outstanding probe, or 0 */
+	u64			s_ka_last_ns;	/* last probe sent */
+	u64			s_ka_rtt_ns;
+
+	struct list_head	s_regs;
+	struct list_head	s_rexports;
+
+	/* statistics and diagnosis */
+	u64			s_start_ns;
+	u64			s_up_ns;
+	unsigned int		s_reconnects;
+	unsigned int		s_backoff_ms;
+	char			s_fail_why[64];
+	int			s_fail_errno;
+	char			s_last_error[64];
+	int			s_last_errno;
+};
+
+extern struct mutex kxfer_sess_mutex;
+extern struct list_head kxfer_sessions;
+
+int kxfer_sessions_init(void);
+void kxfer_sessions_exit(void);
+int kxfer_peer_create(const char *name, const struct sockaddr_storage *dst,
+		      unsigned int nqps, unsigned int depth,
+		      struct netlink_ext_ack *extack);
+int kxfer_peer_delete(const char *name, struct netlink_ext_ack *extack);
+void kxfer_session_fail(struct kxfer_session *s, int err, const char *why);
+void kxfer_sessions_device_removed(struct kxfer_device *kd);
+void kxfer_sessions_exports_changed(void);
+void kxfer_sessions_export_removed(struct kxfer_export *exp);
+int kxfer_session_accept(struct rdma_cm_id *id,
+			 const struct kxfer_wire_conn *conn, u32 remote_qpn);
+void kxfer_sessions_stop_all(void);
+void kxfer_cm_id_reap(struct rdma_cm_id *id);
+int kxfer_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+const char *kxfer_peer_state_name(enum kxfer_peer_state st);
+
+/* ctrl.c */
+int kxfer_ctrl_alloc(struct kxfer_session *s);
+void kxfer_ctrl_free(struct kxfer_session *s);
+int kxfer_ctrl_post_recvs(struct kxfer_session *s);
+void kxfer_ctrl_send(struct kxfer_session *s, enum kxfer_msg_type type,
+		     const void *body, unsigned int body_len);
+void kxfer_ctrl_flush(struct kxfer_session *s);
+void kxfer_ctrl_process(struct kxfer_session *s);
+void kxfer_ctrl_reset(struct kxfer_session *s);
+
+/* frwr.c */
+int kxfer_regs_sync(struct kxfer_session *s);
+void kxfer_regs_release(struct kxfer_session *s);
+int kxfer_reg_invalidate(struct kxfer_session *s, struct kxfer_reg *rg);
+void kxfer_rexports_clear(struct kxfer_session *s);
+
+/* listen.c */
+#define KXFER_MAX_ALLOW		16
+
+/**
+ * struct kxfer_prefix - an address prefix of an allow list
+ */
+struct kxfer_prefix {
+	sa_family_t	p_family;
+	u8		p_len;		/* bits */
+	u8		p_addr[16];	/* network order */
+};
+
+/**
+ * struct kxfer_listener - an rdma_cm listening id
+ * @l_kind: KXFER_CM_LISTENER (the cm_id's context points here)
+ * @l_node: on kxfer_listeners, under kxfer_listen_mutex
+ * @l_addr: address listened on, port included
+ * @l_id: the listening id; NULL while waiting for its device
+ * @l_state: enum kxfer_listen_state
+ * @l_allow: prefixes whose peers are accepted; none means all
+ * @l_retry: re-binds after the device behind @l_addr went away
+ */
+struct kxfer_listener {
+	enum kxfer_cm_kind	l_kind;
+	struct list_head	l_node;
+	struct sockaddr_storage	l_addr;
+	struct rdma_cm_id	*l_id;
+	enum kxfer_listen_state	l_state;
+	atomic_t		l_accepted;
+	atomic_t		l_rejected;
+	struct sockaddr_storage	l_last_refused;	/* for logging once */
+	int			l_last_reason;
+	unsigned int		l_nallow;
+	struct kxfer_prefix	l_allow[KXFER_MAX_ALLOW];
+	struct delayed_work	l_retry;
+};
+
+extern struct mutex kxfer_listen_mutex;
+extern struct list_head kxfer_listeners;
+
+int kxfer_listen_create(const struct sockaddr_storage *addr,
+			const struct kxfer_prefix *allow, unsigned int nallow,
+			struct netlink_ext_ack *extack);
+int kxfer_listen_delete(const struct sockaddr_storage *addr,
+			struct netlink_ext_ack *extack);
+void kxfer_listeners_device_removed(struct kxfer_device *kd);
+void kxfer_listeners_destroy_all(void);
+int kxfer_listener_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+
+/* ---------------------------------------------------------------------- */
+/* chardev.c: /dev/kxfer                                                   */
+/* ---------------------------------------------------------------------- */
+
+int kxfer_chardev_register(void);
+void kxfer_chardev_unregister(void);
+
+/* ---------------------------------------------------------------------- */
+/* netlink.c: the "kxfer" generic netlink family                           */
+/* ---------------------------------------------------------------------- */
+
+int kxfer_nl_register(void);
+void kxfer_nl_unregister(void);
+void kxfer_nl_notify_dev(struct kxfer_device *kd, bool add);
+/* The two below: caller holds kxfer_obj_mutex. */
+void kxfer_nl_notify_pool(struct kxfer_pool *pool, bool add);
+void kxfer_nl_notify_export(struct kxfer_export *exp, bool add);
+/* Caller holds the session's s_mutex, or it is stopped. */
+void kxfer_nl_notify_peer(struct kxfer_session *s, bool gone);
+
+#endif /* _KXFER_H */

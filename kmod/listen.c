@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kxfer: listeners, the accepting side of sessions (DESIGN §2, §3).
+ *
+ * A listener is an rdma_cm id listening on an address and port.  A
+ * connection request is accepted only if its private data is a kxfer
+ * request of this protocol version and its source is inside one of the
+ * listener's allowed prefixes (all sources when the list is empty);
+ * otherwise it is rejected with a reason the connector can read, and
+ * the refusal is logged, rate-limited, since a remote can repeat it at
+ * will.  A listener whose device goes away waits and binds again.
+ */
+#include <linux/slab.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <rdma/ib_cm.h>
+
+#include "kxfer.h"
+
+/* protects kxfer_listeners and each listener's l_id */
+DEFINE_MUTEX(kxfer_listen_mutex);
+LIST_HEAD(kxfer_listeners);
+
+#define KXFER_LISTEN_RETRY_MS	1000
+#define KXFER_LISTEN_BACKLOG	64
+
+static const u8 *kxfer_sa_bytes(const struct sockaddr *sa, unsigned int *len)
+{
+	if (sa->sa_family == AF_INET) {
+		*len = 4;
+		return (const u8 *)&((const struct sockaddr_in *)sa)->sin_addr;
+	}
+	if (sa->sa_family == AF_INET6) {
+		*len = 16;
+		return (const u8 *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+	}
+	*len = 0;
+	return NULL;
+}
+
+static bool kxfer_prefix_match(const struct kxfer_prefix *p,
+			       const struct sockaddr *sa)
+{
+	unsigned int len, full, rest;
+	const u8 *a = kxfer_sa_bytes(sa, &len);
+
+	if (!a || p->p_family != sa->sa_family)
+		return false;
+	full = p->p_len / 8;
+	rest = p->p_len % 8;
+	if (memcmp(a, p->p_addr, full))
+		return false;
+	if (rest && ((a[full] ^ p->p_addr[full]) & (0xff << (8 - rest))))
+		return false;
+	return true;
+}
+
+static bool kxfer_listener_allows(const struct kxfer_listener *l,
+				  const struct sockaddr *sa)
+{
+	unsigned int i;
+
+	if (!l->l_nallow)
+		return true;
+	for (i = 0; i < l->l_nallow; i++)
+		if (kxfer_prefix_match(&l->l_allow[i], sa))
+			return true;
+	return false;
+}
+
+static bool kxfer_sockaddr_eq(const struct sockaddr_storage *a,
+			      const struct sockaddr_storage *b)
+{
+	return rdma_addr_size((struct sockaddr *)a) ==
+	       rdma_addr_size((struct sockaddr *)b) &&
+	       !memcmp(a, b, rdma_addr_size((struct sockaddr *)a));
+}
+
+static void kxfer_listener_refuse(struct rdma_cm_id *id,
+				  struct kxfer_listener *l,
+				  enum kxfer_reject_reason reason,
+				  const char *why)
+{
+	struct kxfer_wire_reject rej = {
+		.wr_magic = cpu_to_le32(KXFER_WIRE_MAGIC),
+		.wr_reason = cpu_to_le32(reason),
+	};
+
+	struct sockaddr_storage *src = &id->route.addr.dst_addr;
+	unsigned int len, last_len;
+	const u8 *a, *b;
+
+	atomic_inc(&l->l_rejected);
+	/*
+	 * Once per source address and reason, since a refused peer keeps
+	 * retrying (listener handlers are serialised by rdma_cm).
+	 */
+	a = kxfer_sa_bytes((struct sockaddr *)src, &len);
+	b = kxfer_sa_bytes((struct sockaddr *)&l->l_last_refused, &last_len);
+	if (l->l_last_reason != reason || !a || !b || len != last_len ||
+	    memcmp(a, b, len)) {
+		l->l_last_reason = reason;
+		memcpy(&l->l_last_refused, src, sizeof(*src));
+		pr_warn_ratelimited("kxfer: listener %pISpc: refused %pISc: %s\n",
+				    &l->l_addr, src, why);
+	}
+	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+}
+
+/**
+ * kxfer_listener_cm_handler - rdma_cm events of a listener
+ * @id: the listening id, or a new id in its CONNECT_REQUEST
+ * @ev: the event
+ *
+ * Return: 0; non-zero after refusing a request, so that rdma_cm
+ * destroys the new id.
+ */
+int kxfer_listener_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct kxfer_listener *l = id->context;
+	const struct kxfer_wire_conn *conn = ev->param.conn.private_data;
+	const char *why = "bad request";
+	int ret;
+
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		return 0;
+
+	ret = kxfer_wire_check_conn(conn, ev->param.conn.private_data_len,
+				    &why);
+	if (ret) {
+		kxfer_listener_refuse(id, l, ret == -EPROTO ? KXFER_REJ_VERSION :
+				      KXFER_REJ_MALFORMED, why);
+		return 1;
+	}
+	if (!kxfer_listener_allows(l, (struct sockaddr *)
+				   &id->route.addr.dst_addr)) {
+		kxfer_listener_refuse(id, l, KXFER_REJ_NOT_ALLOWED,
+				      "not in the allow list");
+		return 1;
+	}
+	ret = kxfer_session_accept(id, conn, ev->param.conn.qp_num);
+	if (ret) {
+		kxfer_listener_refuse(id, l, ret == -EXDEV ? KXFER_REJ_DEVICE :
+				      KXFER_REJ_BUSY, "cannot accept");
+		return 1;
+	}
+	atomic_inc(&l->l_accepted);
+	return 0;
+}
+
+static int kxfer_listener_start(struct kxfer_listener *l)
+{
+	struct rdma_cm_id *id;
+	int ret;
+
+	id = rdma_create_id(&init_net, kxfer_cm_handler, l, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id))
+		return PTR_ERR(id);
+	ret = rdma_bind_addr(id, (struct sockaddr *)&l->l_addr);
+	if (!ret)
+		ret = rdma_listen(id, KXFER_LISTEN_BACKLOG);
+	if (ret) {
+		rdma_destroy_id(id);
+		return ret;
+	}
+	l->l_id = id;
+	l->l_state = KXFER_LISTEN_ACTIVE;
+	return 0;
+}
+
+static void kxfer_listener_retry(struct work_struct *work)
+{
+	struct kxfer_listener *l = container_of(to_delayed_work(work),
+						struct kxfer_listener, l_retry);
+
+	mutex_lock(&kxfer_listen_mutex);
+	if (!l->l_id) {
+		if (kxfer_listener_start(l))
+			queue_delayed_work(kxfer_wq, &l->l_retry,
+					   msecs_to_jiffies(KXFER_LISTEN_RETRY_MS));
+		else
+			kxfer_info("listener %pISpc: listening again\n",
+				   &l->l_addr);
+	}
+	mutex_unlock(&kxfer_listen_mutex);
+}
+
+/**
+ * kxfer_listen_create - listen for sessions on an address
+ * @addr: local address and port
+ * @allow: allowed source prefixes
+ * @nallow: entries in @allow, 0 for any source
+ * @extack: for the reason of a refusal
+ *
+ * Return: 0; %-EEXIST for an address already listened on; the error of
+ * rdma_bind_addr() or rdma_listen() (%-EADDRNOTAVAIL when no RDMA device
+ * has the address).  May sleep.
+ */
+int kxfer_listen_create(const struct sockaddr_storage *addr,
+			const struct kxfer_prefix *allow, unsigned int nallow,
+			struct netlink_ext_ack *extack)
+{
+	struct kxfer_listener *l, *it;
+	int ret;
+
+	if (nallow > KXFER_MAX_ALLOW) {
+		NL_SET_ERR_MSG(extack, "too many allowed prefixes (16 at most)");
+		return -EINVAL;
+	}
+	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	if (!l)
+		return -ENOMEM;
+	l->l_kind = KXFER_CM_LISTENER;
+	memcpy(&l->l_addr, addr, sizeof(l->l_addr));
+	memcpy(l->l_allow, allow, nallow * sizeof(*allow));
+	l->l_nallow = nallow;
+	INIT_DELAYED_WORK(&l->l_retry, kxfer_listener_retry);
+
+	mutex_lock(&kxfer_listen_mutex);
+	list_for_each_entry(it, &kxfer_listeners, l_node) {
+		if (kxfer_sockaddr_eq(&it->l_addr, addr)) {
+			NL_SET_ERR_MSG(extack, "already listening there");
+			ret = -EEXIST;
+			goto out_unlock;
+		}
+	}
+	ret = kxfer_listener_start(l);
+	if (ret) {
+		if (ret == -EADDRNOTAVAIL || ret == -ENODEV)
+			NL_SET_ERR_MSG(extack, "no RDMA device has this address");
+		else if (ret == -EADDRINUSE)
+			NL_SET_ERR_MSG(extack, "address and port already in use");
+		else
+			NL_SET_ERR_MSG(extack, "cannot listen on this address");
+		goto out_unlock;
+	}
+	list_add_tail(&l->l_node, &kxfer_listeners);
+	mutex_unlock(&kxfer_listen_mutex);
+	kxfer_info("listening on %pISpc\n", &l->l_addr);
+	return 0;
+
+out_unlock:
+	mutex_unlock(&kxfer_listen_mutex);
+	kfree(l);
+	return ret;
+}
+
+static void kxfer_listener_destroy(struct kxfer_listener *l)
+{
+	cancel_delayed_work_sync(&l->l_retry);
+	if (l->l_id)
+		rdma_destroy_id(l->l_id);
+	kfree(l);
+}
+
+/**
+ * kxfer_listen_delete - stop listening; sessions accepted stay
+ * @addr: the address and port listened on
+ * @extack: for the reason of a refusal
+ *
+ * Return: 0 or %-ENOENT.  May sleep.
+ */
+int kxfer_listen_delete(const struct sockaddr_storage *addr,
+			struct netlink_ext_ack *extack)
+{
+	struct kxfer_listener *l;
+
+	mutex_lock(&kxfer_listen_mutex);
+	list_for_each_entry(l, &kxfer_listeners, l_node)
+		if (kxfer_sockaddr_eq(&l->l_addr, addr))
+			break;
+	if (list_entry_is_head(l, &kxfer_listeners, l_node)) {
+		mutex_unlock(&kxfer_listen_mutex);
+		NL_SET_ERR_MSG(extack, "not listening there");
+		return -ENOENT;
+	}
+	list_del(&l->l_node);
+	mutex_unlock(&kxfer_listen_mutex);
+	kxfer_listener_destroy(l);
+	return 0;
+}
+
+/**
+ * kxfer_listeners_device_removed - drop listening ids bound to a device
+ * @kd: the departing device
+ *
+ * The listeners stay, waiting, and bind again when an RDMA device holds
+ * their address.  May sleep.
+ */
+void kxfer_listeners_device_removed(struct kxfer_device *kd)
+{
+	struct kxfer_listener *l;
+
+	mutex_lock(&kxfer_listen_mutex);
+	list_for_each_entry(l, &kxfer_listeners, l_node) {
+		if (!l->l_id || l->l_id->device != kd->kd_ibdev)
+			continue;
+		rdma_destroy_id(l->l_id);
+		l->l_id = NULL;
+		l->l_state = KXFER_LISTEN_WAITING;
+		queue_delayed_work(kxfer_wq, &l->l_retry,
+				   msecs_to_jiffies(KXFER_LISTEN_RETRY_MS));
+	}
+	mutex_unlock(&kxfer_listen_mutex);
+}
+
+/**
+ * kxfer_listeners_destroy_all - stop every listener (unload)
+ */
+void kxfer_listeners_destroy_all(void)
+{
+	struct kxfer_listener *l;
+
+	for (;;) {
+		mutex_lock(&kxfer_listen_mutex);
+		l = list_first_entry_or_null(&kxfer_listeners,
+					     struct kxfer_listener, l_node);
+		if (l)
+			list_del(&l->l_node);
+		mutex_unlock(&kxfer_listen_mutex);
+		if (!l)
+			break;
+		kxfer_listener_destroy(l);
+	}
+}

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kxfer: kernel RDMA transfer engine.
+ *
+ * Module entry: parameters, and the order in which the parts come up
+ * and go down.  Netlink comes last up and first down, so that no
+ * control request can arrive while the rest is half built.
+ */
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/mm.h>
+
+#include "kxfer.h"
+
+unsigned long kxfer_pool_mem_max;
+module_param_named(pool_mem_max, kxfer_pool_mem_max, ulong, 0444);
+MODULE_PARM_DESC(pool_mem_max,
+		 "Bytes all pools together may pin (default: half of RAM)");
+
+unsigned int kxfer_max_pools_per_fd = 64;
+module_param_named(max_pools_per_fd, kxfer_max_pools_per_fd, uint, 0444);
+MODULE_PARM_DESC(max_pools_per_fd,
+		 "Pools one open /dev/kxfer may attach at once (default 64)");
+
+static int __init kxfer_init(void)
+{
+	int ret;
+
+	if (!kxfer_pool_mem_max)
+		kxfer_pool_mem_max = (totalram_pages() << PAGE_SHIFT) / 2;
+	if (!kxfer_max_pools_per_fd || kxfer_max_pools_per_fd > 4096) {
+		kxfer_err("max_pools_per_fd must be in 1..4096\n");
+		return -EINVAL;
+	}
+
+	ret = kxfer_sessions_init();
+	if (ret)
+		return ret;
+	ret = kxfer_device_client_register();
+	if (ret)
+		goto out_sessions;
+	ret = kxfer_chardev_register();
+	if (ret)
+		goto out_client;
+	ret = kxfer_nl_register();
+	if (ret)
+		goto out_chardev;
+
+	kxfer_info("loaded, API version %u\n", KXFER_API_VERSION);
+	return 0;
+
+out_chardev:
+	kxfer_chardev_unregister();
+out_client:
+	kxfer_device_client_unregister();
+out_sessions:
+	kxfer_sessions_exit();
+	return ret;
+}
+
+static void __exit kxfer_exit(void)
+{
+	kxfer_nl_unregister();
+	kxfer_chardev_unregister();
+	/* No open file remains (each holds a module reference). */
+	kxfer_listeners_destroy_all();
+	kxfer_sessions_stop_all();
+	kxfer_exports_destroy_all();
+	kxfer_pools_destroy_all();
+	kxfer_device_client_unregister();
+	kxfer_sessions_exit();
+	kxfer_info("unloaded\n");
+}
+
+module_init(kxfer_init);
+module_exit(kxfer_exit);
+
+MODULE_DESCRIPTION("kxfer: kernel RDMA transfer engine");
+MODULE_LICENSE("GPL");

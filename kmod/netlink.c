@@ -1,0 +1,1222 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kxfer: the "kxfer" generic netlink family, the control plane.
+ *
+ * Documentation/netlink/kxfer.yaml describes it; keep the policies and
+ * operations here in line with it.  Every operation has a strict policy
+ * of its own, mutations need CAP_NET_ADMIN (GENL_ADMIN_PERM), every
+ * refusal carries an extack message, and changes are announced to the
+ * "monitor" multicast group.
+ */
+#include <linux/rwsem.h>
+#include <linux/numa.h>
+#include <linux/ctype.h>
+#include <linux/netdevice.h>
+#include <net/genetlink.h>
+#include <rdma/ib_cache.h>
+
+#include "kxfer.h"
+
+static struct genl_family kxfer_genl_family;
+
+/* Held for reading while announcing, for writing while (un)registering. */
+static DECLARE_RWSEM(kxfer_nl_rwsem);
+static bool kxfer_nl_ready;
+
+/* ---------------------------------------------------------------------- */
+/* Policies                                                                */
+/* ---------------------------------------------------------------------- */
+
+static const struct nla_policy kxfer_dev_get_policy[KXFER_A_DEV_MAX + 1] = {
+	[KXFER_A_DEV_NAME] = { .type = NLA_NUL_STRING,
+			       .len = IB_DEVICE_NAME_MAX - 1 },
+};
+
+static const struct nla_policy kxfer_pool_new_policy[KXFER_A_POOL_MAX + 1] = {
+	[KXFER_A_POOL_NAME]	 = { .type = NLA_NUL_STRING,
+				     .len = KXFER_NAME_MAX - 1 },
+	[KXFER_A_POOL_SIZE]	 = { .type = NLA_U64 },
+	[KXFER_A_POOL_OWNER]	 = { .type = NLA_U32 },
+	[KXFER_A_POOL_GROUP]	 = { .type = NLA_U32 },
+	[KXFER_A_POOL_MODE]	 = NLA_POLICY_MAX(NLA_U32, 0777),
+	[KXFER_A_POOL_NUMA_NODE] = NLA_POLICY_RANGE(NLA_S32, NUMA_NO_NODE,
+						    MAX_NUMNODES - 1),
+};
+
+static const struct nla_policy kxfer_pool_name_policy[KXFER_A_POOL_MAX + 1] = {
+	[KXFER_A_POOL_NAME]	 = { .type = NLA_NUL_STRING,
+				     .len = KXFER_NAME_MAX - 1 },
+};
+
+static const struct nla_policy
+kxfer_export_new_policy[KXFER_A_EXPORT_MAX + 1] = {
+	[KXFER_A_EXPORT_NAME]	= { .type = NLA_NUL_STRING,
+				    .len = KXFER_NAME_MAX - 1 },
+	[KXFER_A_EXPORT_POOL]	= { .type = NLA_NUL_STRING,
+				    .len = KXFER_NAME_MAX - 1 },
+	[KXFER_A_EXPORT_OFFSET]	= { .type = NLA_U64 },
+	[KXFER_A_EXPORT_LEN]	= { .type = NLA_U64 },
+	[KXFER_A_EXPORT_PEER]	= { .type = NLA_NUL_STRING,
+				    .len = KXFER_NAME_MAX - 1 },
+	[KXFER_A_EXPORT_ACCESS]	= NLA_POLICY_MASK(NLA_U32, KXFER_ACCESS_ALL),
+};
+
+static const struct nla_policy
+kxfer_export_name_policy[KXFER_A_EXPORT_MAX + 1] = {
+	[KXFER_A_EXPORT_NAME]	= { .type = NLA_NUL_STRING,
+				    .len = KXFER_NAME_MAX - 1 },
+};
+
+static const struct nla_policy kxfer_prefix_policy[KXFER_A_PREFIX_MAX + 1] = {
+	[KXFER_A_PREFIX_ADDR]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
+	[KXFER_A_PREFIX_LEN]	= NLA_POLICY_MAX(NLA_U8, 128),
+};
+
+static const struct nla_policy kxfer_listen_policy[KXFER_A_LISTEN_MAX + 1] = {
+	[KXFER_A_LISTEN_ADDR]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
+	[KXFER_A_LISTEN_PORT]	= NLA_POLICY_MIN(NLA_U16, 1),
+	[KXFER_A_LISTEN_ALLOW]	= NLA_POLICY_NESTED(kxfer_prefix_policy),
+};
+
+static const struct nla_policy kxfer_peer_new_policy[KXFER_A_PEER_MAX + 1] = {
+	[KXFER_A_PEER_NAME]	= { .type = NLA_NUL_STRING,
+				    .len = KXFER_NAME_MAX - 1 },
+	[KXFER_A_PEER_ADDR]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
+	[KXFER_A_PEER_PORT]	= NLA_POLICY_MIN(NLA_U16, 1),
+	[KXFER_A_PEER_QPS]	= NLA_POLICY_RANGE(NLA_U32, 1, KXFER_MAX_QPS),
+	[KXFER_A_PEER_DEPTH]	= NLA_POLICY_RANGE(NLA_U32, 16, 16384),
+};
+
+static const struct nla_policy kxfer_peer_name_policy[KXFER_A_PEER_MAX + 1] = {
+	[KXFER_A_PEER_NAME]	= { .type = NLA_NUL_STRING,
+				    .len = KXFER_NAME_MAX - 1 },
+};
+
+/*
+ * Names of pools, exports and peers: 1 to 31 characters out of letters,
+ * digits and ". _ - :", so that they print safely in logs and tables.
+ */
+static const char *kxfer_nl_name(struct genl_info *info, int attr,
+				 struct netlink_ext_ack *extack)
+{
+	const struct nlattr *nla = info->attrs[attr];
+	const char *s, *p;
+
+	if (!nla) {
+		NL_SET_ERR_ATTR_MISS(extack, NULL, attr);
+		NL_SET_ERR_MSG(extack, "name is required");
+		return ERR_PTR(-EINVAL);
+	}
+	s = nla_data(nla);
+	if (!*s) {
+		NL_SET_ERR_MSG_ATTR(extack, nla, "name is empty");
+		return ERR_PTR(-EINVAL);
+	}
+	for (p = s; *p; p++) {
+		if (!isalnum(*p) && !strchr("._-:", *p)) {
+			NL_SET_ERR_MSG_ATTR(extack, nla,
+					    "name may hold only letters, digits and . _ - :");
+			return ERR_PTR(-EINVAL);
+		}
+	}
+	return s;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Devices                                                                 */
+/* ---------------------------------------------------------------------- */
+
+static enum kxfer_link_layer kxfer_link_layer(struct ib_device *ibdev, u32 port)
+{
+	switch (rdma_port_get_link_layer(ibdev, port)) {
+	case IB_LINK_LAYER_INFINIBAND:
+		return KXFER_LINK_LAYER_INFINIBAND;
+	case IB_LINK_LAYER_ETHERNET:
+		return KXFER_LINK_LAYER_ETHERNET;
+	default:
+		return KXFER_LINK_LAYER_UNSPECIFIED;
+	}
+}
+
+/* The net device behind a RoCE port, read from its first GID entry. */
+static int kxfer_put_port_netdev(struct sk_buff *skb, struct ib_device *ibdev,
+				 u32 port)
+{
+	const struct ib_gid_attr *attr;
+	struct net_device *ndev;
+	char name[IFNAMSIZ] = "";
+
+	attr = rdma_get_gid_attr(ibdev, port, 0);
+	if (IS_ERR(attr))
+		return 0;
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(attr);
+	if (!IS_ERR_OR_NULL(ndev))
+		strscpy(name, ndev->name, sizeof(name));
+	rcu_read_unlock();
+	rdma_put_gid_attr(attr);
+	return name[0] ? nla_put_string(skb, KXFER_A_PORT_NETDEV, name) : 0;
+}
+
+static int kxfer_nl_fill_port(struct sk_buff *skb, struct ib_device *ibdev,
+			      u32 port)
+{
+	struct ib_port_attr pa;
+	struct nlattr *nest;
+
+	if (ib_query_port(ibdev, port, &pa))
+		memset(&pa, 0, sizeof(pa));
+
+	nest = nla_nest_start(skb, KXFER_A_DEV_PORT);
+	if (!nest)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, KXFER_A_PORT_NUM, port) ||
+	    nla_put_u32(skb, KXFER_A_PORT_STATE, pa.state) ||
+	    nla_put_u32(skb, KXFER_A_PORT_LINK_LAYER,
+			kxfer_link_layer(ibdev, port)) ||
+	    nla_put_u32(skb, KXFER_A_PORT_ACTIVE_MTU,
+			pa.active_mtu ? ib_mtu_enum_to_int(pa.active_mtu) : 0) ||
+	    nla_put_u32(skb, KXFER_A_PORT_GID_TBL_LEN, pa.gid_tbl_len) ||
+	    kxfer_put_port_netdev(skb, ibdev, port)) {
+		nla_nest_cancel(skb, nest);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+static int kxfer_nl_fill_dev(struct sk_buff *skb, struct ib_device *ibdev,
+			     bool full)
+{
+	const struct ib_device_attr *a = &ibdev->attrs;
+	struct nlattr *ports;
+	u32 port;
+
+	if (nla_put_string(skb, KXFER_A_DEV_NAME, dev_name(&ibdev->dev)))
+		return -EMSGSIZE;
+	if (!full)
+		return 0;
+	if (nla_put_u64_64bit(skb, KXFER_A_DEV_NODE_GUID,
+			      be64_to_cpu(ibdev->node_guid), KXFER_A_DEV_PAD) ||
+	    nla_put_u32(skb, KXFER_A_DEV_MAX_FAST_REG_PAGE_LIST_LEN,
+			a->max_fast_reg_page_list_len) ||
+	    nla_put_u32(skb, KXFER_A_DEV_MAX_SEND_SGE, a->max_send_sge) ||
+	    nla_put_u32(skb, KXFER_A_DEV_MAX_QP_WR, a->max_qp_wr) ||
+	    nla_put_u64_64bit(skb, KXFER_A_DEV_MAX_MR_SIZE, a->max_mr_size,
+			      KXFER_A_DEV_PAD))
+		return -EMSGSIZE;
+
+	ports = nla_nest_start(skb, KXFER_A_DEV_PORTS);
+	if (!ports)
+		return -EMSGSIZE;
+	rdma_for_each_port(ibdev, port)
+		if (kxfer_nl_fill_port(skb, ibdev, port))
+			return -EMSGSIZE;
+	nla_nest_end(skb, ports);
+	return 0;
+}
+
+static int kxfer_nl_dev_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct kxfer_device *kd;
+	struct sk_buff *msg;
+	void *hdr;
+	int ret;
+
+	if (GENL_REQ_ATTR_CHECK(info, KXFER_A_DEV_NAME))
+		return -EINVAL;
+	kd = kxfer_device_get_by_name(nla_data(info->attrs[KXFER_A_DEV_NAME]));
+	if (!kd) {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[KXFER_A_DEV_NAME],
+				    "no such RDMA device");
+		return -ENODEV;
+	}
+
+	ret = -ENOMEM;
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		goto out_put;
+	hdr = genlmsg_put_reply(msg, info, &kxfer_genl_family, 0,
+				KXFER_CMD_DEV_GET);
+	ret = -EMSGSIZE;
+	if (!hdr || kxfer_nl_fill_dev(msg, kd->kd_ibdev, true))
+		goto out_free;
+	genlmsg_end(msg, hdr);
+	kxfer_device_put(kd);
+	return genlmsg_reply(msg, info);
+
+out_free:
+	nlmsg_free(msg);
+out_put:
+	kxfer_device_put(kd);
+	return ret;
+}
+
+static int kxfer_nl_dev_get_dumpit(struct sk_buff *skb,
+				   struct netlink_callback *cb)
+{
+	struct kxfer_device *kd;
+	long idx = 0;
+	void *hdr;
+
+	mutex_lock(&kxfer_dev_mutex);
+	list_for_each_entry(kd, &kxfer_devices, kd_node) {
+		if (idx++ < cb->args[0])
+			continue;
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				  cb->nlh->nlmsg_seq, &kxfer_genl_family,
+				  NLM_F_MULTI, KXFER_CMD_DEV_GET);
+		if (!hdr)
+			break;
+		if (kxfer_nl_fill_dev(skb, kd->kd_ibdev, true)) {
+			genlmsg_cancel(skb, hdr);
+			break;
+		}
+		genlmsg_end(skb, hdr);
+		cb->args[0] = idx;
+	}
+	mutex_unlock(&kxfer_dev_mutex);
+	return skb->len;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Pools                                                                   */
+/* ---------------------------------------------------------------------- */
+
+static int kxfer_nl_fill_pool(struct sk_buff *skb, struct kxfer_pool *pool,
+			      struct user_namespace *ns, bool full)
+{
+	unsigned int counts[KXFER_POOL_ORDERS] = {};
+	struct kxfer_pool_map *pm;
+	struct nlattr *nest, *item;
+	u64 map_ns = 0;
+	unsigned int i;
+	int ret = -EMSGSIZE;
+
+	lockdep_assert_held(&kxfer_obj_mutex);
+	if (nla_put_string(skb, KXFER_A_POOL_NAME, pool->kp_name))
+		return -EMSGSIZE;
+	if (!full)
+		return 0;
+	if (nla_put_u64_64bit(skb, KXFER_A_POOL_SIZE, pool->kp_size,
+			      KXFER_A_POOL_PAD) ||
+	    nla_put_u32(skb, KXFER_A_POOL_OWNER,
+			from_kuid_munged(ns, pool->kp_owner)) ||
+	    nla_put_u32(skb, KXFER_A_POOL_GROUP,
+			from_kgid_munged(ns, pool->kp_group)) ||
+	    nla_put_u32(skb, KXFER_A_POOL_MODE, pool->kp_mode) ||
+	    nla_put_s32(skb, KXFER_A_POOL_NUMA_NODE, pool->kp_numa) ||
+	    nla_put_u32(skb, KXFER_A_POOL_ATTACH_COUNT, pool->kp_users) ||
+	    nla_put_u32(skb, KXFER_A_POOL_EXPORT_COUNT, pool->kp_nexports) ||
+	    nla_put_u64_64bit(skb, KXFER_A_POOL_ALLOC_NS, pool->kp_alloc_ns,
+			      KXFER_A_POOL_PAD))
+		return -EMSGSIZE;
+
+	for (i = 0; i < pool->kp_nchunks; i++)
+		counts[pool->kp_chunks[i].kc_order]++;
+	nest = nla_nest_start(skb, KXFER_A_POOL_CHUNKS);
+	if (!nest)
+		return -EMSGSIZE;
+	for (i = KXFER_POOL_ORDERS; i-- > 0;) {
+		if (!counts[i])
+			continue;
+		item = nla_nest_start(skb, KXFER_A_POOL_CHUNK);
+		if (!item ||
+		    nla_put_u64_64bit(skb, KXFER_A_CHUNK_SIZE, PAGE_SIZE << i,
+				      KXFER_A_CHUNK_PAD) ||
+		    nla_put_u32(skb, KXFER_A_CHUNK_COUNT, counts[i]))
+			return -EMSGSIZE;
+		nla_nest_end(skb, item);
+	}
+	nla_nest_end(skb, nest);
+
+	mutex_lock(&pool->kp_map_lock);
+	nest = nla_nest_start(skb, KXFER_A_POOL_DEVICES);
+	if (!nest)
+		goto out_unlock;
+	list_for_each_entry(pm, &pool->kp_maps, pm_node) {
+		item = nla_nest_start(skb, KXFER_A_POOL_DEVICE);
+		if (!item ||
+		    nla_put_string(skb, KXFER_A_POOL_DEV_NAME,
+				   dev_name(&pm->pm_dev->kd_ibdev->dev)) ||
+		    nla_put_u64_64bit(skb, KXFER_A_POOL_DEV_MAP_NS,
+				      pm->pm_map_ns, KXFER_A_POOL_DEV_PAD))
+			goto out_unlock;
+		nla_nest_end(skb, item);
+		map_ns += pm->pm_map_ns;
+	}
+	nla_nest_end(skb, nest);
+	if (nla_put_u64_64bit(skb, KXFER_A_POOL_MAP_NS, map_ns,
+			      KXFER_A_POOL_PAD))
+		goto out_unlock;
+	ret = 0;
+out_unlock:
+	mutex_unlock(&pool->kp_map_lock);
+	return ret;
+}
+
+static int kxfer_nl_pool_new_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct user_namespace *ns = current_user_ns();
+	struct nlattr **tb = info->attrs;
+	struct kxfer_pool_args args = {
+		.owner	= GLOBAL_ROOT_UID,
+		.group	= GLOBAL_ROOT_GID,
+		.mode	= 0660,
+		.numa	= NUMA_NO_NODE,
+	};
+
+	args.name = kxfer_nl_name(info, KXFER_A_POOL_NAME, info->extack);
+	if (IS_ERR(args.name))
+		return PTR_ERR(args.name);
+	if (GENL_REQ_ATTR_CHECK(info, KXFER_A_POOL_SIZE))
+		return -EINVAL;
+	args.size = nla_get_u64(tb[KXFER_A_POOL_SIZE]);
+	if (tb[KXFER_A_POOL_OWNER]) {
+		args.owner = make_kuid(ns, nla_get_u32(tb[KXFER_A_POOL_OWNER]));
+		if (!uid_valid(args.owner)) {
+			NL_SET_ERR_MSG_ATTR(info->extack, tb[KXFER_A_POOL_OWNER],
+					    "owner is not a valid uid here");
+			return -EINVAL;
+		}
+	}
+	if (tb[KXFER_A_POOL_GROUP]) {
+		args.group = make_kgid(ns, nla_get_u32(tb[KXFER_A_POOL_GROUP]));
+		if (!gid_valid(args.group)) {
+			NL_SET_ERR_MSG_ATTR(info->extack, tb[KXFER_A_POOL_GROUP],
+					    "group is not a valid gid here");
+			return -EINVAL;
+		}
+	}
+	if (tb[KXFER_A_POOL_MODE])
+		args.mode = nla_get_u32(tb[KXFER_A_POOL_MODE]);
+	if (tb[KXFER_A_POOL_NUMA_NODE])
+		args.numa = nla_get_s32(tb[KXFER_A_POOL_NUMA_NODE]);
+
+	return kxfer_pool_create(&args, info->extack);
+}
+
+static int kxfer_nl_pool_del_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	const char *name = kxfer_nl_name(info, KXFER_A_POOL_NAME, info->extack);
+
+	if (IS_ERR(name))
+		return PTR_ERR(name);
+	return kxfer_pool_delete(name, info->extack);
+}
+
+static int kxfer_nl_pool_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct kxfer_pool *pool;
+	struct sk_buff *msg;
+	const char *name;
+	void *hdr;
+	int ret;
+
+	name = kxfer_nl_name(info, KXFER_A_POOL_NAME, info->extack);
+	if (IS_ERR(name))
+		return PTR_ERR(name);
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+
+	mutex_lock(&kxfer_obj_mutex);
+	list_for_each_entry(pool, &kxfer_pools, kp_node)
+		if (!pool->kp_deleted && !strcmp(pool->kp_name, name))
+			break;
+	if (list_entry_is_head(pool, &kxfer_pools, kp_node)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[KXFER_A_POOL_NAME],
+				    "no such pool");
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	hdr = genlmsg_put_reply(msg, info, &kxfer_genl_family, 0,
+				KXFER_CMD_POOL_GET);
+	ret = -EMSGSIZE;
+	if (!hdr || kxfer_nl_fill_pool(msg, pool, current_user_ns(), true))
+		goto out_unlock;
+	mutex_unlock(&kxfer_obj_mutex);
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+
+out_unlock:
+	mutex_unlock(&kxfer_obj_mutex);
+	nlmsg_free(msg);
+	return ret;
+}
+
+static int kxfer_nl_pool_get_dumpit(struct sk_buff *skb,
+				    struct netlink_callback *cb)
+{
+	struct kxfer_pool *pool;
+	long idx = 0;
+	void *hdr;
+
+	mutex_lock(&kxfer_obj_mutex);
+	list_for_each_entry(pool, &kxfer_pools, kp_node) {
+		if (pool->kp_deleted || idx++ < cb->args[0])
+			continue;
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				  cb->nlh->nlmsg_seq, &kxfer_genl_family,
+				  NLM_F_MULTI, KXFER_CMD_POOL_GET);
+		if (!hdr)
+			break;
+		if (kxfer_nl_fill_pool(skb, pool, current_user_ns(), true)) {
+			genlmsg_cancel(skb, hdr);
+			break;
+		}
+		genlmsg_end(skb, hdr);
+		cb->args[0] = idx;
+	}
+	mutex_unlock(&kxfer_obj_mutex);
+	return skb->len;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Exports                                                                 */
+/* ---------------------------------------------------------------------- */
+
+static int kxfer_nl_fill_export(struct sk_buff *skb, struct kxfer_export *exp,
+				bool full)
+{
+	lockdep_assert_held(&kxfer_obj_mutex);
+	if (nla_put_string(skb, KXFER_A_EXPORT_NAME, exp->ke_name))
+		return -EMSGSIZE;
+	if (!full)
+		return 0;
+	if (nla_put_string(skb, KXFER_A_EXPORT_POOL, exp->ke_pool->kp_name) ||
+	    nla_put_u64_64bit(skb, KXFER_A_EXPORT_OFFSET, exp->ke_off,
+			      KXFER_A_EXPORT_PAD) ||
+	    nla_put_u64_64bit(skb, KXFER_A_EXPORT_LEN, exp->ke_len,
+			      KXFER_A_EXPORT_PAD) ||
+	    (exp->ke_peer[0] &&
+	     nla_put_string(skb, KXFER_A_EXPORT_PEER, exp->ke_peer)) ||
+	    nla_put_u32(skb, KXFER_A_EXPORT_ACCESS, exp->ke_access))
+		return -EMSGSIZE;
+	return 0;
+}
+
+static int kxfer_nl_export_new_doit(struct sk_buff *skb,
+				    struct genl_info *info)
+{
+	struct netlink_ext_ack *extack = info->extack;
+	struct nlattr **tb = info->attrs;
+	const char *name, *pool, *peer = "";
+	u64 off = 0, len = 0;
+
+	name = kxfer_nl_name(info, KXFER_A_EXPORT_NAME, extack);
+	if (IS_ERR(name))
+		return PTR_ERR(name);
+	pool = kxfer_nl_name(info, KXFER_A_EXPORT_POOL, extack);
+	if (IS_ERR(pool))
+		return PTR_ERR(pool);
+	if (tb[KXFER_A_EXPORT_PEER]) {
+		peer = kxfer_nl_name(info, KXFER_A_EXPORT_PEER, extack);
+		if (IS_ERR(peer))
+			return PTR_ERR(peer);
+	}
+	if (GENL_REQ_ATTR_CHECK(info, KXFER_A_EXPORT_ACCESS))
+		return -EINVAL;
+	if (tb[KXFER_A_EXPORT_OFFSET])
+		off = nla_get_u64(tb[KXFER_A_EXPORT_OFFSET]);
+	if (tb[KXFER_A_EXPORT_LEN])
+		len = nla_get_u64(tb[KXFER_A_EXPORT_LEN]);
+
+	return kxfer_export_create(name, pool, off, len,
+				   !!tb[KXFER_A_EXPORT_LEN], peer,
+				   nla_get_u32(tb[KXFER_A_EXPORT_ACCESS]),
+				   extack);
+}
+
+static int kxfer_nl_export_del_doit(struct sk_buff *skb,
+				    struct genl_info *info)
+{
+	const char *name = kxfer_nl_name(info, KXFER_A_EXPORT_NAME,
+					 info->extack);
+
+	if (IS_ERR(name))
+		return PTR_ERR(name);
+	return kxfer_export_delete(name, info->extack);
+}
+
+static int kxfer_nl_export_get_doit(struct sk_buff *skb,
+				    struct genl_info *info)
+{
+	struct kxfer_export *exp;
+	struct sk_buff *msg;
+	const char *name;
+	void *hdr;
+	int ret;
+
+	name = kxfer_nl_name(info, KXFER_A_EXPORT_NAME, info->extack);
+	if (IS_ERR(name))
+		return PTR_ERR(name);
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+
+	mutex_lock(&kxfer_obj_mutex);
+	list_for_each_entry(exp, &kxfer_exports, ke_node)
+		if (!strcmp(exp->ke_name, name))
+			break;
+	if (list_entry_is_head(exp, &kxfer_exports, ke_node)) {
+		NL_SET_ERR_MSG_ATTR(info->extack,
+				    info->attrs[KXFER_A_EXPORT_NAME],
+				    "no such export");
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	hdr = genlmsg_put_reply(msg, info, &kxfer_genl_family, 0,
+				KXFER_CMD_EXPORT_GET);
+	ret = -EMSGSIZE;
+	if (!hdr || kxfer_nl_fill_export(msg, exp, true))
+		goto out_unlock;
+	mutex_unlock(&kxfer_obj_mutex);
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+
+out_unlock:
+	mutex_unlock(&kxfer_obj_mutex);
+	nlmsg_free(msg);
+	return ret;
+}
+
+static int kxfer_nl_export_get_dumpit(struct sk_buff *skb,
+				      struct netlink_callback *cb)
+{
+	struct kxfer_export *exp;
+	long idx = 0;
+	void *hdr;
+
+	mutex_lock(&kxfer_obj_mutex);
+	list_for_each_entry(exp, &kxfer_exports, ke_node) {
+		if (idx++ < cb->args[0])
+			continue;
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				  cb->nlh->nlmsg_seq, &kxfer_genl_family,
+				  NLM_F_MULTI, KXFER_CMD_EXPORT_GET);
+		if (!hdr)
+			break;
+		if (kxfer_nl_fill_export(skb, exp, true)) {
+			genlmsg_cancel(skb, hdr);
+			break;
+		}
+		genlmsg_end(skb, hdr);
+		cb->args[0] = idx;
+	}
+	mutex_unlock(&kxfer_obj_mutex);
+	return skb->len;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Listeners                                                               */
+/* ---------------------------------------------------------------------- */
+
+/* An address attribute (4 or 16 bytes) and a port into a sockaddr. */
+static int kxfer_nl_sockaddr(const struct nlattr *addr, const struct nlattr *port,
+			     struct sockaddr_storage *ss,
+			     struct netlink_ext_ack *extack)
+{
+	u16 p = port ? nla_get_u16(port) : KXFER_PORT;
+
+	memset(ss, 0, sizeof(*ss));
+	if (nla_len(addr) == 4) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(p);
+		memcpy(&sin->sin_addr, nla_data(addr), 4);
+	} else if (nla_len(addr) == 16) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(p);
+		memcpy(&sin6->sin6_addr, nla_data(addr), 16);
+	} else {
+		NL_SET_ERR_MSG_ATTR(extack, addr,
+				    "address must be 4 (IPv4) or 16 (IPv6) bytes");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int kxfer_nl_prefix(const struct nlattr *nest, struct kxfer_prefix *p,
+			   struct netlink_ext_ack *extack)
+{
+	struct nlattr *tb[KXFER_A_PREFIX_MAX + 1];
+	unsigned int alen;
+	int ret;
+
+	ret = nla_parse_nested(tb, KXFER_A_PREFIX_MAX, nest,
+			       kxfer_prefix_policy, extack);
+	if (ret)
+		return ret;
+	if (!tb[KXFER_A_PREFIX_ADDR] || !tb[KXFER_A_PREFIX_LEN]) {
+		NL_SET_ERR_MSG_ATTR(extack, nest, "prefix needs an address and a length");
+		return -EINVAL;
+	}
+	alen = nla_len(tb[KXFER_A_PREFIX_ADDR]);
+	if (alen != 4 && alen != 16) {
+		NL_SET_ERR_MSG_ATTR(extack, nest,
+				    "prefix address must be 4 or 16 bytes");
+		return -EINVAL;
+	}
+	p->p_family = alen == 4 ? AF_INET : AF_INET6;
+	p->p_len = nla_get_u8(tb[KXFER_A_PREFIX_LEN]);
+	if (p->p_len > alen * 8) {
+		NL_SET_ERR_MSG_ATTR(extack, nest, "prefix length too long");
+		return -EINVAL;
+	}
+	memset(p->p_addr, 0, sizeof(p->p_addr));
+	memcpy(p->p_addr, nla_data(tb[KXFER_A_PREFIX_ADDR]), alen);
+	return 0;
+}
+
+static int kxfer_nl_listen_new_doit(struct sk_buff *skb,
+				    struct genl_info *info)
+{
+	struct kxfer_prefix *allow;
+	struct sockaddr_storage ss;
+	unsigned int nallow = 0;
+	struct nlattr *a;
+	int rem, ret;
+
+	if (GENL_REQ_ATTR_CHECK(info, KXFER_A_LISTEN_ADDR))
+		return -EINVAL;
+	ret = kxfer_nl_sockaddr(info->attrs[KXFER_A_LISTEN_ADDR],
+				info->attrs[KXFER_A_LISTEN_PORT], &ss,
+				info->extack);
+	if (ret)
+		return ret;
+	allow = kcalloc(KXFER_MAX_ALLOW, sizeof(*allow), GFP_KERNEL);
+	if (!allow)
+		return -ENOMEM;
+	nlmsg_for_each_attr(a, info->nlhdr, GENL_HDRLEN, rem) {
+		if (nla_type(a) != KXFER_A_LISTEN_ALLOW)
+			continue;
+		if (nallow == KXFER_MAX_ALLOW) {
+			NL_SET_ERR_MSG_ATTR(info->extack, a,
+					    "too many allowed prefixes (16 at most)");
+			ret = -EINVAL;
+			goto out_free;
+		}
+		ret = kxfer_nl_prefix(a, &allow[nallow], info->extack);
+		if (ret)
+			goto out_free;
+		nallow++;
+	}
+	ret = kxfer_listen_create(&ss, allow, nallow, info->extack);
+out_free:
+	kfree(allow);
+	return ret;
+}
+
+static int kxfer_nl_listen_del_doit(struct sk_buff *skb,
+				    struct genl_info *info)
+{
+	struct sockaddr_storage ss;
+	int ret;
+
+	if (GENL_REQ_ATTR_CHECK(info, KXFER_A_LISTEN_ADDR))
+		return -EINVAL;
+	ret = kxfer_nl_sockaddr(info->attrs[KXFER_A_LISTEN_ADDR],
+				info->attrs[KXFER_A_LISTEN_PORT], &ss,
+				info->extack);
+	return ret ?: kxfer_listen_delete(&ss, info->extack);
+}
+
+static int kxfer_nl_put_sockaddr(struct sk_buff *skb, int addr_type,
+				 int port_type,
+				 const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)ss;
+
+		return nla_put(skb, addr_type, 4, &sin->sin_addr) ||
+		       nla_put_u16(skb, port_type, ntohs(sin->sin_port));
+	}
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const void *)ss;
+
+		return nla_put(skb, addr_type, 16, &sin6->sin6_addr) ||
+		       nla_put_u16(skb, port_type, ntohs(sin6->sin6_port));
+	}
+	return 0;
+}
+
+static int kxfer_nl_fill_listen(struct sk_buff *skb, struct kxfer_listener *l)
+{
+	struct nlattr *nest;
+	unsigned int i;
+
+	if (kxfer_nl_put_sockaddr(skb, KXFER_A_LISTEN_ADDR,
+				  KXFER_A_LISTEN_PORT, &l->l_addr) ||
+	    nla_put_u32(skb, KXFER_A_LISTEN_STATE, l->l_state) ||
+	    nla_put_u32(skb, KXFER_A_LISTEN_ACCEPTED,
+			atomic_read(&l->l_accepted)) ||
+	    nla_put_u32(skb, KXFER_A_LISTEN_REJECTED,
+			atomic_read(&l->l_rejected)))
+		return -EMSGSIZE;
+	for (i = 0; i < l->l_nallow; i++) {
+		const struct kxfer_prefix *p = &l->l_allow[i];
+
+		nest = nla_nest_start(skb, KXFER_A_LISTEN_ALLOW);
+		if (!nest ||
+		    nla_put(skb, KXFER_A_PREFIX_ADDR,
+			    p->p_family == AF_INET ? 4 : 16, p->p_addr) ||
+		    nla_put_u8(skb, KXFER_A_PREFIX_LEN, p->p_len))
+			return -EMSGSIZE;
+		nla_nest_end(skb, nest);
+	}
+	return 0;
+}
+
+static int kxfer_nl_listen_get_dumpit(struct sk_buff *skb,
+				      struct netlink_callback *cb)
+{
+	struct kxfer_listener *l;
+	long idx = 0;
+	void *hdr;
+
+	mutex_lock(&kxfer_listen_mutex);
+	list_for_each_entry(l, &kxfer_listeners, l_node) {
+		if (idx++ < cb->args[0])
+			continue;
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				  cb->nlh->nlmsg_seq, &kxfer_genl_family,
+				  NLM_F_MULTI, KXFER_CMD_LISTEN_GET);
+		if (!hdr)
+			break;
+		if (kxfer_nl_fill_listen(skb, l)) {
+			genlmsg_cancel(skb, hdr);
+			break;
+		}
+		genlmsg_end(skb, hdr);
+		cb->args[0] = idx;
+	}
+	mutex_unlock(&kxfer_listen_mutex);
+	return skb->len;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Peers                                                                   */
+/* ---------------------------------------------------------------------- */
+
+static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
+			      bool full)
+{
+	struct kxfer_rexport *rx;
+	struct nlattr *nest;
+	unsigned int i;
+
+	if (nla_put_string(skb, KXFER_A_PEER_NAME, s->s_name) ||
+	    nla_put_u32(skb, KXFER_A_PEER_STATE, s->s_state) ||
+	    nla_put_u32(skb, KXFER_A_PEER_ROLE, s->s_role) ||
+	    (s->s_last_error[0] &&
+	     (nla_put_string(skb, KXFER_A_PEER_LAST_ERROR, s->s_last_error) ||
+	      nla_put_s32(skb, KXFER_A_PEER_LAST_ERRNO, s->s_last_errno))))
+		return -EMSGSIZE;
+	if (!full)
+		return 0;
+	if (kxfer_nl_put_sockaddr(skb, KXFER_A_PEER_ADDR, KXFER_A_PEER_PORT,
+				  &s->s_dst) ||
+	    nla_put_u32(skb, KXFER_A_PEER_QPS, s->s_nqps) ||
+	    nla_put_u32(skb, KXFER_A_PEER_DEPTH, s->s_depth) ||
+	    nla_put_u32(skb, KXFER_A_PEER_RECONNECTS, s->s_reconnects) ||
+	    nla_put_u64_64bit(skb, KXFER_A_PEER_KEEPALIVE_RTT_NS,
+			      s->s_ka_rtt_ns, KXFER_A_PEER_PAD) ||
+	    nla_put_u64_64bit(skb, KXFER_A_PEER_UP_NS, s->s_up_ns,
+			      KXFER_A_PEER_PAD) ||
+	    (s->s_remote_node[0] &&
+	     nla_put_string(skb, KXFER_A_PEER_REMOTE_NODE, s->s_remote_node)))
+		return -EMSGSIZE;
+	if (s->s_dev &&
+	    (nla_put_string(skb, KXFER_A_PEER_DEV,
+			    dev_name(&s->s_dev->kd_ibdev->dev)) ||
+	     nla_put_u32(skb, KXFER_A_PEER_PORT_NUM, s->s_port_num)))
+		return -EMSGSIZE;
+
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+		struct ib_qp_init_attr init;
+		struct ib_qp_attr attr = {};
+
+		if (!qp->q_id || !qp->q_id->qp)
+			continue;
+		if (ib_query_qp(qp->q_id->qp, &attr, IB_QP_STATE, &init))
+			attr.qp_state = IB_QPS_ERR;
+		nest = nla_nest_start(skb, KXFER_A_PEER_QP);
+		if (!nest ||
+		    nla_put_u32(skb, KXFER_A_QP_INDEX, i) ||
+		    nla_put_u32(skb, KXFER_A_QP_NUM, qp->q_id->qp->qp_num) ||
+		    nla_put_u32(skb, KXFER_A_QP_REMOTE_NUM, qp->q_remote_qpn) ||
+		    nla_put_u32(skb, KXFER_A_QP_STATE, attr.qp_state))
+			return -EMSGSIZE;
+		nla_nest_end(skb, nest);
+	}
+	list_for_each_entry(rx, &s->s_rexports, rx_node) {
+		if (rx->rx_have != rx->rx_nmrs)
+			continue;	/* not complete yet */
+		nest = nla_nest_start(skb, KXFER_A_PEER_REMOTE_EXPORT);
+		if (!nest ||
+		    nla_put_string(skb, KXFER_A_REXP_NAME, rx->rx_name) ||
+		    nla_put_u64_64bit(skb, KXFER_A_REXP_LEN, rx->rx_len,
+				      KXFER_A_REXP_PAD) ||
+		    nla_put_u32(skb, KXFER_A_REXP_ACCESS, rx->rx_access) ||
+		    nla_put_u64_64bit(skb, KXFER_A_REXP_GEN, rx->rx_gen,
+				      KXFER_A_REXP_PAD) ||
+		    nla_put_u32(skb, KXFER_A_REXP_MRS, rx->rx_nmrs))
+			return -EMSGSIZE;
+		nla_nest_end(skb, nest);
+	}
+	return 0;
+}
+
+static int kxfer_nl_peer_new_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **tb = info->attrs;
+	struct sockaddr_storage ss;
+	const char *name;
+	int ret;
+
+	name = kxfer_nl_name(info, KXFER_A_PEER_NAME, info->extack);
+	if (IS_ERR(name))
+		return PTR_ERR(name);
+	if (GENL_REQ_ATTR_CHECK(info, KXFER_A_PEER_ADDR))
+		return -EINVAL;
+	ret = kxfer_nl_sockaddr(tb[KXFER_A_PEER_ADDR], tb[KXFER_A_PEER_PORT],
+				&ss, info->extack);
+	if (ret)
+		return ret;
+	return kxfer_peer_create(name, &ss,
+				 tb[KXFER_A_PEER_QPS] ?
+				 nla_get_u32(tb[KXFER_A_PEER_QPS]) : 1,
+				 tb[KXFER_A_PEER_DEPTH] ?
+				 nla_get_u32(tb[KXFER_A_PEER_DEPTH]) : 0,
+				 info->extack);
+}
+
+static int kxfer_nl_peer_del_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	const char *name = kxfer_nl_name(info, KXFER_A_PEER_NAME,
+					 info->extack);
+
+	if (IS_ERR(name))
+		return PTR_ERR(name);
+	return kxfer_peer_delete(name, info->extack);
+}
+
+static int kxfer_nl_peer_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct kxfer_session *s;
+	struct sk_buff *msg;
+	const char *name;
+	int ret = -ENOENT;
+	void *hdr;
+
+	name = kxfer_nl_name(info, KXFER_A_PEER_NAME, info->extack);
+	if (IS_ERR(name))
+		return PTR_ERR(name);
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		if (strcmp(s->s_name, name))
+			continue;
+		hdr = genlmsg_put_reply(msg, info, &kxfer_genl_family, 0,
+					KXFER_CMD_PEER_GET);
+		mutex_lock(&s->s_mutex);
+		ret = (!hdr || kxfer_nl_fill_peer(msg, s, true)) ? -EMSGSIZE : 0;
+		mutex_unlock(&s->s_mutex);
+		if (!ret)
+			genlmsg_end(msg, hdr);
+		break;
+	}
+	mutex_unlock(&kxfer_sess_mutex);
+	if (ret) {
+		if (ret == -ENOENT)
+			NL_SET_ERR_MSG_ATTR(info->extack,
+					    info->attrs[KXFER_A_PEER_NAME],
+					    "no such peer");
+		nlmsg_free(msg);
+		return ret;
+	}
+	return genlmsg_reply(msg, info);
+}
+
+static int kxfer_nl_peer_get_dumpit(struct sk_buff *skb,
+				    struct netlink_callback *cb)
+{
+	struct kxfer_session *s;
+	long idx = 0;
+	void *hdr;
+	int ret;
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		if (idx++ < cb->args[0])
+			continue;
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				  cb->nlh->nlmsg_seq, &kxfer_genl_family,
+				  NLM_F_MULTI, KXFER_CMD_PEER_GET);
+		if (!hdr)
+			break;
+		mutex_lock(&s->s_mutex);
+		ret = kxfer_nl_fill_peer(skb, s, true);
+		mutex_unlock(&s->s_mutex);
+		if (ret) {
+			genlmsg_cancel(skb, hdr);
+			break;
+		}
+		genlmsg_end(skb, hdr);
+		cb->args[0] = idx;
+	}
+	mutex_unlock(&kxfer_sess_mutex);
+	return skb->len;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Family                                                                  */
+/* ---------------------------------------------------------------------- */
+
+static const struct genl_ops kxfer_nl_ops[] = {
+	{
+		.cmd	= KXFER_CMD_DEV_GET,
+		.doit	= kxfer_nl_dev_get_doit,
+		.dumpit	= kxfer_nl_dev_get_dumpit,
+		.policy	= kxfer_dev_get_policy,
+		.maxattr = KXFER_A_DEV_MAX,
+	},
+	{
+		.cmd	= KXFER_CMD_POOL_NEW,
+		.doit	= kxfer_nl_pool_new_doit,
+		.policy	= kxfer_pool_new_policy,
+		.maxattr = KXFER_A_POOL_MAX,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= KXFER_CMD_POOL_DEL,
+		.doit	= kxfer_nl_pool_del_doit,
+		.policy	= kxfer_pool_name_policy,
+		.maxattr = KXFER_A_POOL_MAX,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= KXFER_CMD_POOL_GET,
+		.doit	= kxfer_nl_pool_get_doit,
+		.dumpit	= kxfer_nl_pool_get_dumpit,
+		.policy	= kxfer_pool_name_policy,
+		.maxattr = KXFER_A_POOL_MAX,
+	},
+	{
+		.cmd	= KXFER_CMD_EXPORT_NEW,
+		.doit	= kxfer_nl_export_new_doit,
+		.policy	= kxfer_export_new_policy,
+		.maxattr = KXFER_A_EXPORT_MAX,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= KXFER_CMD_EXPORT_DEL,
+		.doit	= kxfer_nl_export_del_doit,
+		.policy	= kxfer_export_name_policy,
+		.maxattr = KXFER_A_EXPORT_MAX,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= KXFER_CMD_EXPORT_GET,
+		.doit	= kxfer_nl_export_get_doit,
+		.dumpit	= kxfer_nl_export_get_dumpit,
+		.policy	= kxfer_export_name_policy,
+		.maxattr = KXFER_A_EXPORT_MAX,
+	},
+	{
+		.cmd	= KXFER_CMD_LISTEN_NEW,
+		.doit	= kxfer_nl_listen_new_doit,
+		.policy	= kxfer_listen_policy,
+		.maxattr = KXFER_A_LISTEN_MAX,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= KXFER_CMD_LISTEN_DEL,
+		.doit	= kxfer_nl_listen_del_doit,
+		.policy	= kxfer_listen_policy,
+		.maxattr = KXFER_A_LISTEN_MAX,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= KXFER_CMD_LISTEN_GET,
+		.dumpit	= kxfer_nl_listen_get_dumpit,
+		.policy	= kxfer_listen_policy,
+		.maxattr = KXFER_A_LISTEN_MAX,
+	},
+	{
+		.cmd	= KXFER_CMD_PEER_NEW,
+		.doit	= kxfer_nl_peer_new_doit,
+		.policy	= kxfer_peer_new_policy,
+		.maxattr = KXFER_A_PEER_MAX,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= KXFER_CMD_PEER_DEL,
+		.doit	= kxfer_nl_peer_del_doit,
+		.policy	= kxfer_peer_name_policy,
+		.maxattr = KXFER_A_PEER_MAX,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= KXFER_CMD_PEER_GET,
+		.doit	= kxfer_nl_peer_get_doit,
+		.dumpit	= kxfer_nl_peer_get_dumpit,
+		.policy	= kxfer_peer_name_policy,
+		.maxattr = KXFER_A_PEER_MAX,
+	},
+};
+
+static const struct genl_multicast_group kxfer_nl_mcgrps[] = {
+	{ .name = KXFER_MCGRP_MONITOR, },
+};
+
+static struct genl_family kxfer_genl_family __ro_after_init = {
+	.name		= KXFER_GENL_NAME,
+	.version	= KXFER_GENL_VERSION,
+	.module		= THIS_MODULE,
+	.ops		= kxfer_nl_ops,
+	.n_ops		= ARRAY_SIZE(kxfer_nl_ops),
+	.mcgrps		= kxfer_nl_mcgrps,
+	.n_mcgrps	= ARRAY_SIZE(kxfer_nl_mcgrps),
+	.parallel_ops	= true,
+};
+
+/*
+ * Announce an object to the monitor group.  @fill writes the object's
+ * attributes; a deletion carries only the name.
+ */
+typedef int (*kxfer_nl_fill_t)(struct sk_buff *skb, void *obj, bool full);
+
+static void kxfer_nl_notify(u8 cmd, kxfer_nl_fill_t fill, void *obj, bool full)
+{
+	struct sk_buff *msg;
+	void *hdr;
+
+	down_read(&kxfer_nl_rwsem);
+	if (!kxfer_nl_ready ||
+	    !genl_has_listeners(&kxfer_genl_family, &init_net, 0))
+		goto out_unlock;
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		goto out_unlock;
+	hdr = genlmsg_put(msg, 0, 0, &kxfer_genl_family, 0, cmd);
+	if (!hdr || fill(msg, obj, full)) {
+		nlmsg_free(msg);
+		goto out_unlock;
+	}
+	genlmsg_end(msg, hdr);
+	genlmsg_multicast(&kxfer_genl_family, msg, 0, 0, GFP_KERNEL);
+out_unlock:
+	up_read(&kxfer_nl_rwsem);
+}
+
+static int kxfer_nl_fill_dev_ntf(struct sk_buff *skb, void *obj, bool full)
+{
+	return kxfer_nl_fill_dev(skb, ((struct kxfer_device *)obj)->kd_ibdev,
+				 full);
+}
+
+static int kxfer_nl_fill_pool_ntf(struct sk_buff *skb, void *obj, bool full)
+{
+	return kxfer_nl_fill_pool(skb, obj, &init_user_ns, full);
+}
+
+static int kxfer_nl_fill_export_ntf(struct sk_buff *skb, void *obj, bool full)
+{
+	return kxfer_nl_fill_export(skb, obj, full);
+}
+
+/**
+ * kxfer_nl_notify_dev - announce a device added or being removed
+ * @kd: the device; its ib_device is still registered
+ * @add: true for an addition
+ *
+ * May sleep.
+ */
+void kxfer_nl_notify_dev(struct kxfer_device *kd, bool add)
+{
+	kxfer_nl_notify(add ? KXFER_CMD_DEV_ADD_NTF : KXFER_CMD_DEV_DEL_NTF,
+			kxfer_nl_fill_dev_ntf, kd, add);
+}
+
+/**
+ * kxfer_nl_notify_pool - announce a pool created or deleted
+ * @pool: the pool
+ * @add: true for a creation
+ *
+ * Caller holds kxfer_obj_mutex.  May sleep.
+ */
+void kxfer_nl_notify_pool(struct kxfer_pool *pool, bool add)
+{
+	kxfer_nl_notify(add ? KXFER_CMD_POOL_ADD_NTF : KXFER_CMD_POOL_DEL_NTF,
+			kxfer_nl_fill_pool_ntf, pool, add);
+}
+
+/**
+ * kxfer_nl_notify_export - announce an export created or deleted
+ * @exp: the export
+ * @add: true for a creation
+ *
+ * Caller holds kxfer_obj_mutex.  May sleep.
+ */
+void kxfer_nl_notify_export(struct kxfer_export *exp, bool add)
+{
+	kxfer_nl_notify(add ? KXFER_CMD_EXPORT_ADD_NTF :
+			KXFER_CMD_EXPORT_DEL_NTF,
+			kxfer_nl_fill_export_ntf, exp, add);
+}
+
+static int kxfer_nl_fill_peer_ntf(struct sk_buff *skb, void *obj, bool full)
+{
+	return kxfer_nl_fill_peer(skb, obj, false);
+}
+
+/**
+ * kxfer_nl_notify_peer - announce a session's new state, or its end
+ * @s: the session
+ * @gone: true when the session is being freed
+ *
+ * Caller holds the session's s_mutex, or the session is stopped.
+ * May sleep.
+ */
+void kxfer_nl_notify_peer(struct kxfer_session *s, bool gone)
+{
+	kxfer_nl_notify(gone ? KXFER_CMD_PEER_DEL_NTF :
+			KXFER_CMD_PEER_STATE_NTF, kxfer_nl_fill_peer_ntf, s,
+			false);
+}
+
+/**
+ * kxfer_nl_register - register the "kxfer" family
+ *
+ * Return: 0 or a negative errno from genl_register_family().
+ */
+int kxfer_nl_register(void)
+{
+	int ret;
+
+	down_write(&kxfer_nl_rwsem);
+	ret = genl_register_family(&kxfer_genl_family);
+	kxfer_nl_ready = !ret;
+	up_write(&kxfer_nl_rwsem);
+	return ret;
+}
+
+/**
+ * kxfer_nl_unregister - unregister the family; no announcement follows
+ */
+void kxfer_nl_unregister(void)
+{
+	down_write(&kxfer_nl_rwsem);
+	kxfer_nl_ready = false;
+	up_write(&kxfer_nl_rwsem);
+	genl_unregister_family(&kxfer_genl_family);
+}

@@ -1,0 +1,1127 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kxfer: sessions, the connection manager side (DESIGN §3).
+ *
+ * A session is N RC QPs to one remote kxfer, each QP its own rdma_cm
+ * connection, all on one protection domain of the session's own.  The
+ * connecting side ("peer add") resolves, connects and, after any
+ * failure, reconnects with exponential backoff and jitter; the
+ * accepting side builds a session when the first QP of a new session id
+ * arrives at a listener (listen.c) and drops it when it fails.
+ *
+ * Everything that changes a session runs in its work item (s_work) or
+ * its timer (s_timer, keepalive and reconnect) under s_mutex.  The
+ * rdma_cm event handler takes no mutex: it records what happened and
+ * queues s_work, so that s_work may destroy cm_ids (which waits for
+ * their handlers) while holding s_mutex.
+ *
+ * Lock order: kxfer_sess_mutex, then s_mutex, then kxfer_obj_mutex.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/random.h>
+#include <linux/utsname.h>
+#include <linux/ctype.h>
+#include <linux/timekeeping.h>
+#include <linux/inet.h>
+#include <rdma/ib_cm.h>
+
+#include "kxfer.h"
+
+struct workqueue_struct *kxfer_wq;
+static struct workqueue_struct *kxfer_reap_wq;
+/* protects kxfer_sessions */
+DEFINE_MUTEX(kxfer_sess_mutex);
+LIST_HEAD(kxfer_sessions);
+
+char kxfer_node_name[KXFER_NAME_MAX];
+module_param_string(node_name, kxfer_node_name, sizeof(kxfer_node_name), 0444);
+MODULE_PARM_DESC(node_name, "This node's name in sessions (default: host name)");
+
+unsigned int kxfer_keepalive_ms = 1000;
+module_param_named(keepalive_ms, kxfer_keepalive_ms, uint, 0644);
+MODULE_PARM_DESC(keepalive_ms, "Probe a session idle this long (default 1000)");
+
+unsigned int kxfer_keepalive_timeout_ms = 3000;
+module_param_named(keepalive_timeout_ms, kxfer_keepalive_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(keepalive_timeout_ms,
+		 "Declare a peer dead after this long without a message (default 3000)");
+
+unsigned int kxfer_reconnect_max_ms = 5000;
+module_param_named(reconnect_max_ms, kxfer_reconnect_max_ms, uint, 0644);
+MODULE_PARM_DESC(reconnect_max_ms, "Longest reconnect backoff (default 5000)");
+
+static unsigned int kxfer_default_depth = 256;
+module_param_named(default_depth, kxfer_default_depth, uint, 0444);
+MODULE_PARM_DESC(default_depth, "Send queue depth per QP (default 256)");
+
+#define KXFER_CM_TIMEOUT_MS	2000
+#define KXFER_CONNECT_TIMEOUT_MS 10000
+#define KXFER_RECONNECT_MIN_MS	100
+
+static const char * const kxfer_state_names[] = {
+	[KXFER_PEER_CONNECTING]	= "connecting",
+	[KXFER_PEER_UP]		= "up",
+	[KXFER_PEER_DOWN]	= "down",
+	[KXFER_PEER_CLOSING]	= "closing",
+};
+
+/**
+ * kxfer_peer_state_name - printable session state
+ * @st: the state
+ *
+ * Return: a static string.
+ */
+const char *kxfer_peer_state_name(enum kxfer_peer_state st)
+{
+	return st < ARRAY_SIZE(kxfer_state_names) ? kxfer_state_names[st] : "?";
+}
+
+static u64 kxfer_now_ns(void)
+{
+	return ktime_get_ns();
+}
+
+static void kxfer_session_release(struct kref *ref)
+{
+	struct kxfer_session *s = container_of(ref, struct kxfer_session,
+					       s_ref);
+
+	mutex_destroy(&s->s_mutex);
+	kfree(s);
+}
+
+static void kxfer_session_put(struct kxfer_session *s)
+{
+	kref_put(&s->s_ref, kxfer_session_release);
+}
+
+/**
+ * kxfer_session_fail - report a failure; s_work tears the session down
+ * @s: the session
+ * @err: negative errno kept for diagnosis
+ * @why: a short reason kept for diagnosis; the first one wins
+ *
+ * Any context.
+ */
+void kxfer_session_fail(struct kxfer_session *s, int err, const char *why)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&s->s_lock, flags);
+	if (!test_bit(KXFER_SE_FAIL, &s->s_events)) {
+		strscpy(s->s_fail_why, why, sizeof(s->s_fail_why));
+		s->s_fail_errno = err;
+		set_bit(KXFER_SE_FAIL, &s->s_events);
+	}
+	spin_unlock_irqrestore(&s->s_lock, flags);
+	queue_work(kxfer_wq, &s->s_work);
+}
+
+static void kxfer_session_notify(struct kxfer_session *s)
+{
+	kxfer_nl_notify_peer(s, false);
+}
+
+/* ---------------------------------------------------------------------- */
+/* QP setup and teardown                                                   */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Destroying a connected cm_id waits for the CM's disconnect exchange,
+ * which takes as long as the CM's timeouts when the peer is gone, and
+ * forever when the device cannot send (rxe's GSI QP goes to error if
+ * the link is down).  So cm_ids are destroyed by a reaper, one work
+ * item each, after their QP and everything else is gone; the session
+ * goes on (and reconnects) meanwhile.  Unload waits for the reaper.
+ */
+struct kxfer_reap {
+	struct work_struct	r_work;
+	struct rdma_cm_id	*r_id;
+};
+
+static enum kxfer_cm_kind kxfer_cm_dead = KXFER_CM_DEAD;
+
+static void kxfer_reap_work(struct work_struct *work)
+{
+	struct kxfer_reap *r = container_of(work, struct kxfer_reap, r_work);
+
+	rdma_destroy_id(r->r_id);
+	kfree(r);
+}
+
+/**
+ * kxfer_cm_id_reap - destroy a cm_id in the background
+ * @id: a cm_id whose QP is destroyed; not in its own event handler
+ *
+ * Its events are ignored from now on.  May sleep.
+ */
+void kxfer_cm_id_reap(struct rdma_cm_id *id)
+{
+	struct kxfer_reap *r;
+
+	/* Wait out a running handler; later ones see a dead context. */
+	rdma_lock_handler(id);
+	id->context = &kxfer_cm_dead;
+	rdma_unlock_handler(id);
+
+	r = kmalloc(sizeof(*r), GFP_KERNEL);
+	if (!r) {
+		rdma_destroy_id(id);
+		return;
+	}
+	INIT_WORK(&r->r_work, kxfer_reap_work);
+	r->r_id = id;
+	queue_work(kxfer_reap_wq, &r->r_work);
+}
+
+static void kxfer_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct kxfer_qp *qp = ctx;
+
+	switch (ev->event) {
+	case IB_EVENT_QP_FATAL:
+	case IB_EVENT_QP_REQ_ERR:
+	case IB_EVENT_QP_ACCESS_ERR:
+		kxfer_session_fail(qp->q_sess, -EIO, ib_event_msg(ev->event));
+		break;
+	default:
+		break;
+	}
+}
+
+static struct kxfer_device *kxfer_device_from_ib(struct ib_device *ibdev)
+{
+	struct kxfer_device *kd, *found = NULL;
+
+	mutex_lock(&kxfer_dev_mutex);
+	list_for_each_entry(kd, &kxfer_devices, kd_node) {
+		if (kd->kd_ibdev != ibdev)
+			continue;
+		if (!test_bit(KXFER_DEV_REMOVING, &kd->kd_flags) &&
+		    kref_get_unless_zero(&kd->kd_ref))
+			found = kd;
+		break;
+	}
+	mutex_unlock(&kxfer_dev_mutex);
+	return found;
+}
+
+/* Send queue slots one QP needs: data depth, control, registration, drain */
+static unsigned int kxfer_qp_send_slots(struct kxfer_session *s)
+{
+	return s->s_depth + KXFER_CTRL_SENDS + KXFER_REG_BATCH + 1;
+}
+
+/*
+ * Create the PD (first QP), the CQ and the QP on a cm_id whose route is
+ * known, and post the control receives on QP 0.  Caller holds s_mutex.
+ */
+static int kxfer_qp_setup(struct kxfer_session *s, struct kxfer_qp *qp)
+{
+	struct rdma_cm_id *id = qp->q_id;
+	struct ib_device *ibdev = id->device;
+	struct ib_qp_init_attr attr = {};
+	unsigned int cqe;
+	int ret;
+
+	if (!s->s_dev) {
+		s->s_dev = kxfer_device_from_ib(ibdev);
+		if (!s->s_dev)
+			return -ENODEV;
+		s->s_pd = ib_alloc_pd(ibdev, 0);
+		if (IS_ERR(s->s_pd)) {
+			ret = PTR_ERR(s->s_pd);
+			s->s_pd = NULL;
+			return ret;
+		}
+		s->s_port_num = id->port_num;
+		ret = kxfer_ctrl_alloc(s);
+		if (ret)
+			return ret;
+	} else if (s->s_dev->kd_ibdev != ibdev) {
+		return -EXDEV;
+	}
+
+	cqe = kxfer_qp_send_slots(s) + KXFER_CTRL_RECVS + 1;
+	qp->q_cq = ib_alloc_cq(ibdev, qp, cqe,
+			       qp->q_index % ibdev->num_comp_vectors,
+			       IB_POLL_SOFTIRQ);
+	if (IS_ERR(qp->q_cq)) {
+		ret = PTR_ERR(qp->q_cq);
+		qp->q_cq = NULL;
+		return ret;
+	}
+
+	attr.event_handler = kxfer_qp_event;
+	attr.qp_context = qp;
+	attr.send_cq = qp->q_cq;
+	attr.recv_cq = qp->q_cq;
+	attr.cap.max_send_wr = kxfer_qp_send_slots(s);
+	attr.cap.max_recv_wr = KXFER_CTRL_RECVS + 1;
+	attr.cap.max_send_sge = min_t(u32, ibdev->attrs.max_send_sge, 32);
+	attr.cap.max_recv_sge = 1;
+	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
+	attr.qp_type = IB_QPT_RC;
+	ret = rdma_create_qp(id, s->s_pd, &attr);
+	if (ret)
+		return ret;
+
+	if (qp->q_index == 0)
+		return kxfer_ctrl_post_recvs(s);
+	return 0;
+}
+
+static void kxfer_conn_param(struct kxfer_session *s,
+			     struct rdma_conn_param *p,
+			     const void *pdata, u8 pdata_len)
+{
+	const struct ib_device_attr *a = &s->s_dev->kd_ibdev->attrs;
+
+	memset(p, 0, sizeof(*p));
+	p->private_data = pdata;
+	p->private_data_len = pdata_len;
+	p->responder_resources = min_t(u32, a->max_qp_rd_atom, 16);
+	p->initiator_depth = min_t(u32, a->max_qp_init_rd_atom, 16);
+	p->retry_count = 7;
+	/* Two-sided traffic is credit based: a receiver never runs dry. */
+	p->rnr_retry_count = 0;
+}
+
+static int kxfer_qp_connect(struct kxfer_session *s, struct kxfer_qp *qp)
+{
+	struct kxfer_wire_conn wc = {};
+	struct rdma_conn_param param;
+
+	wc.wc_magic = cpu_to_le32(KXFER_WIRE_MAGIC);
+	wc.wc_version = cpu_to_le16(KXFER_WIRE_VERSION);
+	wc.wc_qp_index = qp->q_index;
+	wc.wc_qp_count = s->s_nqps;
+	wc.wc_session_id = cpu_to_le64(s->s_sid);
+	wc.wc_recv_credits = cpu_to_le16(KXFER_CTRL_RECVS);
+	strscpy(wc.wc_node, kxfer_node_name, sizeof(wc.wc_node));
+	kxfer_conn_param(s, &param, &wc, sizeof(wc));
+	return rdma_connect(qp->q_id, &param);
+}
+
+/*
+ * Release everything the session holds on the device, in the order the
+ * hardware needs: disconnect, drain, deregister, destroy the QPs, free
+ * the CQs and buffers, deallocate the PD.  Safe on a half-built session.
+ * Caller holds s_mutex.
+ */
+static void kxfer_session_teardown(struct kxfer_session *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+
+		if (qp->q_id && qp->q_established)
+			rdma_disconnect(qp->q_id);
+	}
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+
+		if (qp->q_id && qp->q_id->qp && qp->q_established)
+			ib_drain_qp(qp->q_id->qp);
+	}
+	kxfer_regs_release(s);
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+
+		if (qp->q_id && qp->q_id->qp)
+			rdma_destroy_qp(qp->q_id);
+		if (qp->q_id)
+			kxfer_cm_id_reap(qp->q_id);
+		if (qp->q_cq)
+			ib_free_cq(qp->q_cq);
+		qp->q_id = NULL;
+		qp->q_cq = NULL;
+		qp->q_events = 0;
+		qp->q_established = false;
+		qp->q_remote_qpn = 0;
+	}
+	kxfer_ctrl_free(s);
+	kxfer_rexports_clear(s);
+	if (s->s_pd) {
+		ib_dealloc_pd(s->s_pd);
+		s->s_pd = NULL;
+	}
+	if (s->s_dev) {
+		kxfer_device_put(s->s_dev);
+		s->s_dev = NULL;
+	}
+	s->s_nestablished = 0;
+	s->s_ctrl_up = false;
+	s->s_sent_sync = false;
+	s->s_got_sync = false;
+	/* Handlers of the destroyed ids may have left bits behind. */
+	clear_bit(KXFER_SE_RX, &s->s_events);
+	clear_bit(KXFER_SE_TX, &s->s_events);
+	clear_bit(KXFER_SE_REGS, &s->s_events);
+	clear_bit(KXFER_SE_FAIL, &s->s_events);
+}
+
+/* ---------------------------------------------------------------------- */
+/* State machine                                                           */
+/* ---------------------------------------------------------------------- */
+
+static unsigned int kxfer_backoff_next(struct kxfer_session *s)
+{
+	unsigned int ms = s->s_backoff_ms ?: KXFER_RECONNECT_MIN_MS;
+	unsigned int jitter = ms / 4;
+
+	s->s_backoff_ms = min_t(unsigned int, ms * 2,
+				max_t(unsigned int, kxfer_reconnect_max_ms,
+				      KXFER_RECONNECT_MIN_MS));
+	/* ms +- 25% */
+	return ms - jitter + get_random_u32_below(2 * jitter + 1);
+}
+
+/* Caller holds s_mutex. */
+static void kxfer_session_connect(struct kxfer_session *s)
+{
+	unsigned int i;
+	int ret = 0;
+
+	s->s_state = KXFER_PEER_CONNECTING;
+	s->s_start_ns = kxfer_now_ns();
+	s->s_sid = get_random_u64();
+	kxfer_session_notify(s);
+
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+		struct rdma_cm_id *id;
+
+		qp->q_kind = KXFER_CM_QP;
+		qp->q_sess = s;
+		qp->q_index = i;
+		id = rdma_create_id(&init_net, kxfer_cm_handler, qp,
+				    RDMA_PS_TCP, IB_QPT_RC);
+		if (IS_ERR(id)) {
+			ret = PTR_ERR(id);
+			break;
+		}
+		qp->q_id = id;
+		ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)&s->s_dst,
+					KXFER_CM_TIMEOUT_MS);
+		if (ret)
+			break;
+	}
+	if (ret)
+		kxfer_session_fail(s, ret, "cannot start address resolution");
+	mod_delayed_work(kxfer_wq, &s->s_timer,
+			 msecs_to_jiffies(kxfer_keepalive_ms));
+}
+
+/* Caller holds s_mutex.  The session failed: tear down, then retry. */
+static void kxfer_session_down(struct kxfer_session *s)
+{
+	enum kxfer_peer_state prev = s->s_state;
+	unsigned long flags;
+	bool same;
+
+	spin_lock_irqsave(&s->s_lock, flags);
+	same = !strcmp(s->s_last_error, s->s_fail_why);
+	strscpy(s->s_last_error, s->s_fail_why, sizeof(s->s_last_error));
+	s->s_last_errno = s->s_fail_errno;
+	spin_unlock_irqrestore(&s->s_lock, flags);
+
+	kxfer_session_teardown(s);
+	s->s_state = KXFER_PEER_DOWN;
+
+	/* A peer can make this happen at will: say it once per change. */
+	if (prev == KXFER_PEER_UP)
+		kxfer_info("peer %s: down: %s (%d)\n", s->s_name,
+			   s->s_last_error, s->s_last_errno);
+	else if (!same)
+		pr_info_ratelimited("kxfer: peer %s: %s (%d)\n", s->s_name,
+				    s->s_last_error, s->s_last_errno);
+	kxfer_session_notify(s);
+
+	if (s->s_role == KXFER_PEER_CONNECTOR) {
+		mod_delayed_work(kxfer_wq, &s->s_timer,
+				 msecs_to_jiffies(kxfer_backoff_next(s)));
+	} else {
+		/* The connector comes back with a new session. */
+		kref_get(&s->s_ref);
+		if (!queue_work(kxfer_wq, &s->s_destroy_work))
+			kxfer_session_put(s);
+	}
+}
+
+/* Caller holds s_mutex.  All QPs are connected: start the control channel. */
+static void kxfer_session_ctrl_start(struct kxfer_session *s)
+{
+	s->s_ctrl_up = true;
+	s->s_last_rx_ns = kxfer_now_ns();
+	set_bit(KXFER_SE_REGS, &s->s_events);
+	mod_delayed_work(kxfer_wq, &s->s_timer,
+			 msecs_to_jiffies(kxfer_keepalive_ms / 2));
+}
+
+static void kxfer_session_work(struct work_struct *work)
+{
+	struct kxfer_session *s = container_of(work, struct kxfer_session,
+					       s_work);
+	unsigned int i;
+	int ret;
+
+	mutex_lock(&s->s_mutex);
+	if (s->s_state == KXFER_PEER_CLOSING)
+		goto out_unlock;
+	if (test_bit(KXFER_SE_FAIL, &s->s_events)) {
+		if (s->s_state != KXFER_PEER_DOWN)
+			kxfer_session_down(s);
+		else
+			clear_bit(KXFER_SE_FAIL, &s->s_events);
+		goto out_unlock;
+	}
+	if (s->s_state == KXFER_PEER_DOWN)
+		goto out_unlock;
+
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+
+		if (!test_and_clear_bit(KXFER_QPE_ROUTED, &qp->q_events))
+			continue;
+		ret = kxfer_qp_setup(s, qp);
+		if (!ret)
+			ret = kxfer_qp_connect(s, qp);
+		if (ret) {
+			kxfer_session_fail(s, ret, ret == -EXDEV ?
+					   "QPs routed over two devices" :
+					   "cannot set up a QP");
+			goto out_unlock;
+		}
+	}
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+
+		if (test_and_clear_bit(KXFER_QPE_ESTABLISHED, &qp->q_events) &&
+		    !qp->q_established) {
+			qp->q_established = true;
+			s->s_nestablished++;
+		}
+	}
+	if (!s->s_ctrl_up) {
+		if (s->s_nestablished < s->s_nqps)
+			goto out_unlock;
+		kxfer_session_ctrl_start(s);
+	}
+
+	if (test_and_clear_bit(KXFER_SE_RX, &s->s_events))
+		kxfer_ctrl_process(s);
+	if (test_bit(KXFER_SE_FAIL, &s->s_events))
+		goto out_unlock;
+	if (test_and_clear_bit(KXFER_SE_REGS, &s->s_events)) {
+		ret = kxfer_regs_sync(s);
+		if (ret) {
+			kxfer_session_fail(s, ret, "export registration failed");
+			goto out_unlock;
+		}
+		if (!s->s_sent_sync) {
+			kxfer_ctrl_send(s, KXFER_MSG_SYNC_DONE, NULL, 0);
+			s->s_sent_sync = true;
+		}
+	}
+	clear_bit(KXFER_SE_TX, &s->s_events);
+	kxfer_ctrl_flush(s);
+
+	if (s->s_state == KXFER_PEER_CONNECTING && s->s_sent_sync &&
+	    s->s_got_sync && !test_bit(KXFER_SE_FAIL, &s->s_events)) {
+		s->s_state = KXFER_PEER_UP;
+		s->s_up_ns = kxfer_now_ns() - s->s_start_ns;
+		s->s_backoff_ms = 0;
+		kxfer_info("peer %s: up, %u QP%s on %s, remote node %s\n",
+			   s->s_name, s->s_nqps, s->s_nqps > 1 ? "s" : "",
+			   s->s_dev->kd_name, s->s_remote_node);
+		kxfer_session_notify(s);
+	}
+out_unlock:
+	mutex_unlock(&s->s_mutex);
+}
+
+/* Keepalive while connected, reconnect while down. */
+static void kxfer_session_timer(struct work_struct *work)
+{
+	struct kxfer_session *s = container_of(to_delayed_work(work),
+					       struct kxfer_session, s_timer);
+	u64 now = kxfer_now_ns(), idle;
+
+	mutex_lock(&s->s_mutex);
+	switch (s->s_state) {
+	case KXFER_PEER_DOWN:
+		if (s->s_role == KXFER_PEER_CONNECTOR) {
+			s->s_reconnects++;
+			kxfer_session_connect(s);
+		}
+		break;
+	case KXFER_PEER_CONNECTING:
+	case KXFER_PEER_UP:
+		if (!s->s_ctrl_up) {
+			if (now - s->s_start_ns >
+			    (u64)KXFER_CONNECT_TIMEOUT_MS * NSEC_PER_MSEC)
+				kxfer_session_fail(s, -ETIMEDOUT,
+						   "connection timed out");
+			else
+				mod_delayed_work(kxfer_wq, &s->s_timer,
+						 msecs_to_jiffies(kxfer_keepalive_ms));
+			break;
+		}
+		idle = now - READ_ONCE(s->s_last_rx_ns);
+		if (idle > (u64)kxfer_keepalive_timeout_ms * NSEC_PER_MSEC) {
+			kxfer_session_fail(s, -ETIMEDOUT, "keepalive timeout");
+			break;
+		}
+		/*
+		 * Probe once per interval, whatever else flows, so that both
+		 * ends measure the round trip; an unanswered probe is not
+		 * repeated, the timeout above ends the session instead.
+		 */
+		if (!s->s_ka_sent_ns &&
+		    now - s->s_ka_last_ns >= (u64)kxfer_keepalive_ms * NSEC_PER_MSEC) {
+			struct kxfer_msg_keepalive ka = {};
+
+			s->s_ka_sent_ns = now;
+			s->s_ka_last_ns = now;
+			ka.mk_stamp = cpu_to_le64(now);
+			kxfer_ctrl_send(s, KXFER_MSG_KEEPALIVE,
+					&ka.mk_stamp, sizeof(ka.mk_stamp));
+			kxfer_ctrl_flush(s);
+		}
+		mod_delayed_work(kxfer_wq, &s->s_timer,
+				 msecs_to_jiffies(max(kxfer_keepalive_ms / 4, 10U)));
+		break;
+	default:
+		break;
+	}
+	mutex_unlock(&s->s_mutex);
+}
+
+static void kxfer_session_destroy_work(struct work_struct *work);
+
+static struct kxfer_session *kxfer_session_alloc(const char *name,
+						 enum kxfer_peer_role role,
+						 unsigned int nqps,
+						 unsigned int depth)
+{
+	struct kxfer_session *s;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return NULL;
+	kref_init(&s->s_ref);
+	strscpy(s->s_name, name, sizeof(s->s_name));
+	s->s_role = role;
+	s->s_state = KXFER_PEER_DOWN;
+	s->s_nqps = nqps;
+	s->s_depth = depth;
+	mutex_init(&s->s_mutex);
+	spin_lock_init(&s->s_lock);
+	INIT_WORK(&s->s_work, kxfer_session_work);
+	INIT_DELAYED_WORK(&s->s_timer, kxfer_session_timer);
+	INIT_WORK(&s->s_destroy_work, kxfer_session_destroy_work);
+	INIT_LIST_HEAD(&s->s_free_sends);
+	INIT_LIST_HEAD(&s->s_rxq);
+	INIT_LIST_HEAD(&s->s_txq);
+	INIT_LIST_HEAD(&s->s_regs);
+	INIT_LIST_HEAD(&s->s_rexports);
+	return s;
+}
+
+/*
+ * Stop a session for good, once it is off kxfer_sessions: no work runs
+ * after this and everything on the device is released.  The caller
+ * holds no session lock.
+ */
+static void kxfer_session_stop(struct kxfer_session *s)
+{
+	/* Work that starts after this sees CLOSING and does nothing. */
+	mutex_lock(&s->s_mutex);
+	s->s_state = KXFER_PEER_CLOSING;
+	mutex_unlock(&s->s_mutex);
+	cancel_delayed_work_sync(&s->s_timer);
+	cancel_work_sync(&s->s_work);
+
+	mutex_lock(&s->s_mutex);
+	kxfer_session_teardown(s);
+	mutex_unlock(&s->s_mutex);
+
+	/* No handler can queue anything any more. */
+	cancel_work_sync(&s->s_work);
+	cancel_delayed_work_sync(&s->s_timer);
+	kxfer_nl_notify_peer(s, true);
+}
+
+/* An accepting session failed: drop it.  Holds a reference of its own. */
+static void kxfer_session_destroy_work(struct work_struct *work)
+{
+	struct kxfer_session *s = container_of(work, struct kxfer_session,
+					       s_destroy_work);
+	bool listed;
+
+	mutex_lock(&kxfer_sess_mutex);
+	listed = !list_empty(&s->s_node);
+	list_del_init(&s->s_node);
+	mutex_unlock(&kxfer_sess_mutex);
+
+	/* If it was not listed, peer del or unload is stopping it. */
+	if (listed) {
+		kxfer_session_stop(s);
+		kxfer_session_put(s);
+	}
+	kxfer_session_put(s);
+}
+
+/* ---------------------------------------------------------------------- */
+/* rdma_cm events                                                          */
+/* ---------------------------------------------------------------------- */
+
+static const char *kxfer_reject_why(struct rdma_cm_id *id,
+				    struct rdma_cm_event *ev)
+{
+	const struct kxfer_wire_reject *rej;
+	u8 len = 0;
+
+	rej = rdma_consumer_reject_data(id, ev, &len);
+	if (rej && len >= sizeof(*rej) &&
+	    le32_to_cpu(rej->wr_magic) == KXFER_WIRE_MAGIC) {
+		switch (le32_to_cpu(rej->wr_reason)) {
+		case KXFER_REJ_VERSION:
+			return "rejected: protocol version mismatch";
+		case KXFER_REJ_NOT_ALLOWED:
+			return "rejected: not in the listener's allow list";
+		case KXFER_REJ_BUSY:
+			return "rejected: peer busy";
+		case KXFER_REJ_DEVICE:
+			return "rejected: QPs on two devices";
+		default:
+			return "rejected: malformed request";
+		}
+	}
+	return rdma_reject_msg(id, ev->status);
+}
+
+/* The connector learns the acceptor's identity from its private data. */
+static int kxfer_qp_established(struct kxfer_qp *qp, struct rdma_cm_event *ev)
+{
+	struct kxfer_session *s = qp->q_sess;
+	const struct kxfer_wire_accept *wa = ev->param.conn.private_data;
+	unsigned long flags;
+
+	qp->q_remote_qpn = ev->param.conn.qp_num;
+	if (s->s_role != KXFER_PEER_CONNECTOR || qp->q_index)
+		return 0;
+	if (!wa || ev->param.conn.private_data_len < sizeof(*wa) ||
+	    le32_to_cpu(wa->wa_magic) != KXFER_WIRE_MAGIC ||
+	    le16_to_cpu(wa->wa_version) != KXFER_WIRE_VERSION ||
+	    !le16_to_cpu(wa->wa_recv_credits) ||
+	    le16_to_cpu(wa->wa_recv_credits) > 1024 ||
+	    kxfer_wire_check_name(wa->wa_node))
+		return -EPROTO;
+	spin_lock_irqsave(&s->s_lock, flags);
+	s->s_credits = le16_to_cpu(wa->wa_recv_credits);
+	s->s_credits_max = s->s_credits;
+	memcpy(s->s_remote_node, wa->wa_node, sizeof(s->s_remote_node));
+	spin_unlock_irqrestore(&s->s_lock, flags);
+	return 0;
+}
+
+/**
+ * kxfer_cm_handler - rdma_cm event handler of every kxfer cm_id
+ * @id: the cm_id
+ * @ev: the event
+ *
+ * Listener events go to listen.c.  For QPs, record what happened and
+ * let s_work act on it; no mutex is taken here.
+ *
+ * Return: 0; non-zero only from the listener path, to refuse a request.
+ */
+int kxfer_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	enum kxfer_cm_kind *kind = id->context;
+	struct kxfer_qp *qp;
+	struct kxfer_session *s;
+	int ret;
+
+	if (*kind == KXFER_CM_DEAD)
+		return 0;
+	if (*kind == KXFER_CM_LISTENER ||
+	    ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return kxfer_listener_cm_handler(id, ev);
+
+	qp = id->context;
+	s = qp->q_sess;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		ret = rdma_resolve_route(id, KXFER_CM_TIMEOUT_MS);
+		if (ret)
+			kxfer_session_fail(s, ret, "cannot resolve the route");
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		set_bit(KXFER_QPE_ROUTED, &qp->q_events);
+		queue_work(kxfer_wq, &s->s_work);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (kxfer_qp_established(qp, ev)) {
+			kxfer_session_fail(s, -EPROTO,
+					   "peer accepted with bad private data");
+			break;
+		}
+		set_bit(KXFER_QPE_ESTABLISHED, &qp->q_events);
+		queue_work(kxfer_wq, &s->s_work);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		kxfer_session_fail(s, -ECONNREFUSED, kxfer_reject_why(id, ev));
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		kxfer_session_fail(s, ev->status ?: -EHOSTUNREACH,
+				   rdma_event_msg(ev->event));
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		kxfer_session_fail(s, -ECONNRESET, "disconnected by the peer");
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		kxfer_session_fail(s, -ENODEV, "device removed");
+		break;
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		kxfer_session_fail(s, -ENETUNREACH, "address changed");
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/**
+ * kxfer_session_accept - take a QP of a session a listener received
+ * @id: the new cm_id, in its CONNECT_REQUEST handler
+ * @conn: its private data, already checked
+ * @remote_qpn: the connecting QP's number
+ *
+ * Finds or makes the accepting session for (node, session id), builds
+ * the QP and accepts.  Called from the rdma_cm handler of the listener
+ * (with its handler mutex held); takes kxfer_sess_mutex and s_mutex,
+ * which nothing holds while destroying a listener's id.
+ *
+ * Return: 0 (the id now belongs to the session) or a negative errno
+ * (the caller rejects; rdma_cm destroys the id).
+ */
+int kxfer_session_accept(struct rdma_cm_id *id,
+			 const struct kxfer_wire_conn *conn, u32 remote_qpn)
+{
+	u64 sid = le64_to_cpu(conn->wc_session_id);
+	unsigned int idx = conn->wc_qp_index;
+	struct kxfer_wire_accept wa = {};
+	struct rdma_conn_param param;
+	struct kxfer_session *s;
+	struct kxfer_qp *qp;
+	char node[KXFER_NAME_MAX];
+	int ret;
+
+	memcpy(node, conn->wc_node, sizeof(node));
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node)
+		if (s->s_role == KXFER_PEER_ACCEPTOR && s->s_sid == sid &&
+		    !strcmp(s->s_remote_node, node))
+			break;
+	if (list_entry_is_head(s, &kxfer_sessions, s_node)) {
+		s = kxfer_session_alloc(node, KXFER_PEER_ACCEPTOR,
+					conn->wc_qp_count, kxfer_default_depth);
+		if (!s) {
+			mutex_unlock(&kxfer_sess_mutex);
+			return -ENOMEM;
+		}
+		s->s_sid = sid;
+		memcpy(s->s_remote_node, node, sizeof(s->s_remote_node));
+		s->s_state = KXFER_PEER_CONNECTING;
+		s->s_start_ns = kxfer_now_ns();
+		memcpy(&s->s_dst, &id->route.addr.dst_addr, sizeof(s->s_dst));
+		list_add_tail(&s->s_node, &kxfer_sessions);
+		mod_delayed_work(kxfer_wq, &s->s_timer,
+				 msecs_to_jiffies(kxfer_keepalive_ms));
+	}
+	mutex_lock(&s->s_mutex);
+	mutex_unlock(&kxfer_sess_mutex);
+
+	ret = -EBUSY;
+	if (s->s_state != KXFER_PEER_CONNECTING ||
+	    conn->wc_qp_count != s->s_nqps || s->s_qps[idx].q_id)
+		goto out_unlock;
+
+	qp = &s->s_qps[idx];
+	qp->q_kind = KXFER_CM_QP;
+	qp->q_sess = s;
+	qp->q_index = idx;
+	qp->q_id = id;
+	ret = kxfer_qp_setup(s, qp);
+	if (ret)
+		goto out_undo;
+	if (idx == 0) {
+		s->s_credits = le16_to_cpu(conn->wc_recv_credits);
+		s->s_credits_max = s->s_credits;
+	}
+
+	wa.wa_magic = cpu_to_le32(KXFER_WIRE_MAGIC);
+	wa.wa_version = cpu_to_le16(KXFER_WIRE_VERSION);
+	wa.wa_recv_credits = cpu_to_le16(KXFER_CTRL_RECVS);
+	strscpy(wa.wa_node, kxfer_node_name, sizeof(wa.wa_node));
+	kxfer_conn_param(s, &param, &wa, sizeof(wa));
+	/* Events for this id come to the QP from now on. */
+	id->context = qp;
+	ret = rdma_accept(id, &param);
+	if (ret) {
+		id->context = NULL;
+		goto out_undo;
+	}
+	qp->q_remote_qpn = remote_qpn;
+	mutex_unlock(&s->s_mutex);
+	return 0;
+
+out_undo:
+	/* rdma_cm destroys the id when the handler returns non-zero. */
+	if (id->qp)
+		rdma_destroy_qp(id);
+	if (qp->q_cq)
+		ib_free_cq(qp->q_cq);
+	qp->q_cq = NULL;
+	qp->q_id = NULL;
+	kxfer_session_fail(s, ret, "cannot accept a QP");
+out_unlock:
+	mutex_unlock(&s->s_mutex);
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Peers: the connecting side                                              */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * kxfer_peer_create - add a peer and start connecting to it
+ * @name: unique among connecting sessions
+ * @dst: the remote listener's address and port
+ * @nqps: QPs, 1..KXFER_MAX_QPS
+ * @depth: send queue depth per QP, or 0 for the default
+ * @extack: for the reason of a refusal
+ *
+ * Return: 0, %-EEXIST, %-EINVAL or %-ENOMEM.  May sleep.
+ */
+int kxfer_peer_create(const char *name, const struct sockaddr_storage *dst,
+		      unsigned int nqps, unsigned int depth,
+		      struct netlink_ext_ack *extack)
+{
+	struct kxfer_session *s, *it;
+
+	if (!nqps || nqps > KXFER_MAX_QPS) {
+		NL_SET_ERR_MSG(extack, "qps must be 1 to 16");
+		return -EINVAL;
+	}
+	s = kxfer_session_alloc(name, KXFER_PEER_CONNECTOR, nqps,
+				depth ?: kxfer_default_depth);
+	if (!s)
+		return -ENOMEM;
+	memcpy(&s->s_dst, dst, sizeof(s->s_dst));
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(it, &kxfer_sessions, s_node) {
+		if (it->s_role == KXFER_PEER_CONNECTOR &&
+		    !strcmp(it->s_name, name)) {
+			mutex_unlock(&kxfer_sess_mutex);
+			kxfer_session_put(s);
+			NL_SET_ERR_MSG(extack, "peer already exists");
+			return -EEXIST;
+		}
+	}
+	list_add_tail(&s->s_node, &kxfer_sessions);
+	mutex_lock(&s->s_mutex);
+	kxfer_session_connect(s);
+	mutex_unlock(&s->s_mutex);
+	mutex_unlock(&kxfer_sess_mutex);
+	return 0;
+}
+
+/**
+ * kxfer_peer_delete - disconnect and forget a peer
+ * @name: a connecting session's name, or an accepting session's
+ * @extack: for the reason of a refusal
+ *
+ * Return: 0 or %-ENOENT.  May sleep: waits for the teardown.
+ */
+int kxfer_peer_delete(const char *name, struct netlink_ext_ack *extack)
+{
+	struct kxfer_session *s, *found = NULL;
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		if (strcmp(s->s_name, name))
+			continue;
+		if (!found || s->s_role == KXFER_PEER_CONNECTOR)
+			found = s;
+	}
+	if (found)
+		list_del_init(&found->s_node);
+	mutex_unlock(&kxfer_sess_mutex);
+	if (!found) {
+		NL_SET_ERR_MSG(extack, "no such peer");
+		return -ENOENT;
+	}
+	kxfer_session_stop(found);
+	kxfer_session_put(found);
+	return 0;
+}
+
+/* Take every session off the list for the caller to stop. */
+static void kxfer_sessions_stop_if(bool (*match)(struct kxfer_session *,
+						 void *), void *arg)
+{
+	struct kxfer_session *s, *tmp;
+	LIST_HEAD(victims);
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry_safe(s, tmp, &kxfer_sessions, s_node)
+		if (match(s, arg))
+			list_move_tail(&s->s_node, &victims);
+	mutex_unlock(&kxfer_sess_mutex);
+
+	list_for_each_entry_safe(s, tmp, &victims, s_node) {
+		list_del_init(&s->s_node);
+		kxfer_session_stop(s);
+		kxfer_session_put(s);
+	}
+}
+
+/**
+ * kxfer_sessions_device_removed - end every session on a departing device
+ * @kd: the device, KXFER_DEV_REMOVING set
+ *
+ * Accepting sessions are dropped; connecting sessions are torn down and
+ * retry with backoff, so they come back when the device does.
+ */
+void kxfer_sessions_device_removed(struct kxfer_device *kd)
+{
+	struct kxfer_session *s;
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		mutex_lock(&s->s_mutex);
+		if (s->s_dev == kd && s->s_state != KXFER_PEER_CLOSING) {
+			kxfer_session_fail(s, -ENODEV, "device removed");
+			kxfer_session_down(s);
+		}
+		mutex_unlock(&s->s_mutex);
+	}
+	mutex_unlock(&kxfer_sess_mutex);
+}
+
+/**
+ * kxfer_sessions_exports_changed - register and advertise new exports
+ *
+ * Every session with a live control channel looks again.  May sleep.
+ */
+void kxfer_sessions_exports_changed(void)
+{
+	struct kxfer_session *s;
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		set_bit(KXFER_SE_REGS, &s->s_events);
+		queue_work(kxfer_wq, &s->s_work);
+	}
+	mutex_unlock(&kxfer_sess_mutex);
+}
+
+/**
+ * kxfer_sessions_export_removed - withdraw an export from every session
+ * @exp: the export, already off kxfer_exports
+ *
+ * Invalidates its memory regions (LOCAL_INV, waited for) and tells the
+ * peers, before returning.  May sleep.
+ */
+void kxfer_sessions_export_removed(struct kxfer_export *exp)
+{
+	struct kxfer_msg_export_del del = {};
+	struct kxfer_session *s;
+	struct kxfer_reg *rg;
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		mutex_lock(&s->s_mutex);
+		list_for_each_entry(rg, &s->s_regs, rg_node) {
+			if (rg->rg_export != exp)
+				continue;
+			list_del(&rg->rg_node);
+			kxfer_reg_invalidate(s, rg);
+			strscpy(del.md_name, exp->ke_name, sizeof(del.md_name));
+			del.md_gen = cpu_to_le64(rg->rg_gen);
+			kfree(rg);
+			if (s->s_ctrl_up) {
+				kxfer_ctrl_send(s, KXFER_MSG_EXPORT_DEL,
+						del.md_name,
+						sizeof(del) - sizeof(del.md_hdr));
+				kxfer_ctrl_flush(s);
+			}
+			break;
+		}
+		mutex_unlock(&s->s_mutex);
+	}
+	mutex_unlock(&kxfer_sess_mutex);
+}
+
+/**
+ * kxfer_sessions_init - the workqueue and the node name
+ *
+ * Return: 0 or %-ENOMEM.
+ */
+int kxfer_sessions_init(void)
+{
+	char *p;
+
+	if (!kxfer_node_name[0])
+		strscpy(kxfer_node_name, utsname()->nodename,
+			sizeof(kxfer_node_name));
+	/* Keep to the characters a name may hold. */
+	for (p = kxfer_node_name; *p; p++)
+		if (!isalnum(*p) && !strchr("._-:", *p))
+			*p = '-';
+	if (!kxfer_node_name[0])
+		strscpy(kxfer_node_name, "kxfer", sizeof(kxfer_node_name));
+
+	kxfer_wq = alloc_workqueue("kxfer", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	if (!kxfer_wq)
+		return -ENOMEM;
+	kxfer_reap_wq = alloc_workqueue("kxfer_reap", WQ_UNBOUND, 0);
+	if (!kxfer_reap_wq) {
+		destroy_workqueue(kxfer_wq);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static bool kxfer_session_any(struct kxfer_session *s, void *arg)
+{
+	return true;
+}
+
+/**
+ * kxfer_sessions_stop_all - stop and free every session (unload)
+ */
+void kxfer_sessions_stop_all(void)
+{
+	kxfer_sessions_stop_if(kxfer_session_any, NULL);
+}
+
+/**
+ * kxfer_sessions_exit - destroy the workqueues; sessions are gone
+ *
+ * Waits for the reaper to destroy the last cm_ids.
+ */
+void kxfer_sessions_exit(void)
+{
+	destroy_workqueue(kxfer_wq);
+	destroy_workqueue(kxfer_reap_wq);
+}

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kxfer: checks of everything a remote peer sends (DESIGN §3).
+ *
+ * Pure logic, built into the module and into the host unit tests
+ * (selftests/host/wire_test.c).  Every function here reads only the
+ * bytes it is given, within the length it is given.
+ */
+#ifdef __KERNEL__
+#include <linux/types.h>
+#include <linux/string.h>
+#include <linux/errno.h>
+#include <asm/byteorder.h>
+#else
+#include "kernel_shim.h"
+#endif
+
+#include <linux/kxfer.h>
+#include "wire.h"
+
+/**
+ * kxfer_wire_check_name - is a fixed-size name field a valid name?
+ * @name: KXFER_WIRE_NAME_MAX bytes
+ *
+ * 1 to 31 characters out of letters, digits and ". _ - :", NUL-padded.
+ *
+ * Return: 0 or -EINVAL.
+ */
+int kxfer_wire_check_name(const __u8 *name)
+{
+	unsigned int i;
+
+	if (!name[0])
+		return -EINVAL;
+	for (i = 0; i < KXFER_WIRE_NAME_MAX && name[i]; i++) {
+		__u8 c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '-' || c == ':'))
+			return -EINVAL;
+	}
+	if (i == KXFER_WIRE_NAME_MAX)
+		return -EINVAL;		/* no terminating NUL */
+	for (; i < KXFER_WIRE_NAME_MAX; i++)
+		if (name[i])
+			return -EINVAL;	/* garbage after the NUL */
+	return 0;
+}
+
+/**
+ * kxfer_wire_check_conn - check connection private data
+ * @buf: the private data
+ * @len: its length as received (may exceed the structure: CM pads)
+ * @why: set to a reason on failure
+ *
+ * Return: 0, -EPROTO for a wrong magic or version, -EINVAL otherwise.
+ */
+int kxfer_wire_check_conn(const void *buf, unsigned int len, const char **why)
+{
+	const struct kxfer_wire_conn *c = buf;
+	unsigned int count;
+
+	if (!buf || len < sizeof(*c)) {
+		*why = "private data too short";
+		return -EINVAL;
+	}
+	if (le32_to_cpu(c->wc_magic) != KXFER_WIRE_MAGIC) {
+		*why = "bad magic";
+		return -EPROTO;
+	}
+	if (le16_to_cpu(c->wc_version) != KXFER_WIRE_VERSION) {
+		*why = "unsupported protocol version";
+		return -EPROTO;
+	}
+	count = c->wc_qp_count;
+	if (!count || count > KXFER_MAX_QPS || c->wc_qp_index >= count) {
+		*why = "bad QP index or count";
+		return -EINVAL;
+	}
+	if (!le16_to_cpu(c->wc_recv_credits) ||
+	    le16_to_cpu(c->wc_recv_credits) > 1024) {
+		*why = "bad credit count";
+		return -EINVAL;
+	}
+	if (c->wc_flags) {
+		*why = "unknown flags";
+		return -EINVAL;
+	}
+	if (kxfer_wire_check_name(c->wc_node)) {
+		*why = "bad node name";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int kxfer_wire_check_export(const struct kxfer_msg_export *m,
+				   unsigned int len, const char **why)
+{
+	unsigned int nmrs, first, count, i;
+	__u64 end = 0;
+
+	if (len < sizeof(*m)) {
+		*why = "export message too short";
+		return -EINVAL;
+	}
+	if (kxfer_wire_check_name(m->me_name)) {
+		*why = "bad export name";
+		return -EINVAL;
+	}
+	if (!le64_to_cpu(m->me_len)) {
+		*why = "empty export";
+		return -EINVAL;
+	}
+	if (!le32_to_cpu(m->me_access) ||
+	    (le32_to_cpu(m->me_access) & ~KXFER_ACCESS_ALL)) {
+		*why = "bad export access";
+		return -EINVAL;
+	}
+	nmrs = le16_to_cpu(m->me_nmrs);
+	first = le16_to_cpu(m->me_first);
+	count = le16_to_cpu(m->me_count);
+	if (!nmrs || nmrs > KXFER_WIRE_MAX_MRS || !count ||
+	    count > KXFER_WIRE_MRS_PER_MSG || first >= nmrs ||
+	    count > nmrs - first) {
+		*why = "bad MR table bounds";
+		return -EINVAL;
+	}
+	if (len != sizeof(*m) + count * sizeof(m->me_mrs[0])) {
+		*why = "export message length does not match its MR count";
+		return -EINVAL;
+	}
+	if (m->me_pad[0] || m->me_pad[1] || m->me_pad[2]) {
+		*why = "non-zero padding";
+		return -EINVAL;
+	}
+	/* Each MR lies inside the export and follows the one before. */
+	for (i = 0; i < count; i++) {
+		const struct kxfer_wire_mr *mr = &m->me_mrs[i];
+		__u64 off = le64_to_cpu(mr->wm_off);
+		__u64 mlen = le64_to_cpu(mr->wm_len);
+
+		if (!mlen || off < end || off > le64_to_cpu(m->me_len) ||
+		    mlen > le64_to_cpu(m->me_len) - off || mr->wm_pad) {
+			*why = "MR outside its export";
+			return -EINVAL;
+		}
+		end = off + mlen;
+	}
+	return 0;
+}
+
+/**
+ * kxfer_wire_check - check a received control message
+ * @buf: the receive buffer
+ * @len: bytes received
+ * @expect_seq: the sequence number the next message must carry
+ * @why: set to a reason on failure
+ *
+ * Return: 0 if every field may be used; -EPROTO for a wrong magic or
+ * version, -EBADMSG for an out-of-sequence message, -EINVAL otherwise.
+ */
+int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
+		     const char **why)
+{
+	const struct kxfer_msg_hdr *h = buf;
+
+	if (len < sizeof(*h)) {
+		*why = "message shorter than its header";
+		return -EINVAL;
+	}
+	if (len > KXFER_CTRL_MSG_SIZE) {
+		*why = "message too long";
+		return -EINVAL;
+	}
+	if (le32_to_cpu(h->mh_magic) != KXFER_WIRE_MAGIC) {
+		*why = "bad magic";
+		return -EPROTO;
+	}
+	if (h->mh_version != KXFER_WIRE_VERSION) {
+		*why = "unsupported protocol version";
+		return -EPROTO;
+	}
+	if (le16_to_cpu(h->mh_len) != len) {
+		*why = "length field does not match the bytes received";
+		return -EINVAL;
+	}
+	if (h->mh_pad) {
+		*why = "non-zero padding";
+		return -EINVAL;
+	}
+	if (le32_to_cpu(h->mh_seq) != expect_seq) {
+		*why = "message out of sequence";
+		return -EBADMSG;
+	}
+
+	switch (h->mh_type) {
+	case KXFER_MSG_CREDIT:
+	case KXFER_MSG_SYNC_DONE:
+		if (len != sizeof(*h))
+			goto bad_len;
+		return 0;
+	case KXFER_MSG_KEEPALIVE:
+	case KXFER_MSG_KEEPALIVE_ACK:
+		if (len != sizeof(struct kxfer_msg_keepalive))
+			goto bad_len;
+		return 0;
+	case KXFER_MSG_EXPORT_ADD:
+		return kxfer_wire_check_export(buf, len, why);
+	case KXFER_MSG_EXPORT_DEL:
+		if (len != sizeof(struct kxfer_msg_export_del))
+			goto bad_len;
+		if (kxfer_wire_check_name(((const struct kxfer_msg_export_del *)
+					   buf)->md_name)) {
+			*why = "bad export name";
+			return -EINVAL;
+		}
+		return 0;
+	default:
+		*why = "unknown message type";
+		return -EINVAL;
+	}
+
+bad_len:
+	*why = "wrong length for the message type";
+	return -EINVAL;
+}
+
+/**
+ * kxfer_wire_hdr_init - fill a message header
+ * @h: the header
+ * @type: message type
+ * @len: whole message length
+ * @seq: its sequence number
+ * @credits: receives the sender returns with it
+ */
+void kxfer_wire_hdr_init(struct kxfer_msg_hdr *h, enum kxfer_msg_type type,
+			 unsigned int len, __u32 seq, unsigned int credits)
+{
+	h->mh_magic = cpu_to_le32(KXFER_WIRE_MAGIC);
+	h->mh_version = KXFER_WIRE_VERSION;
+	h->mh_type = type;
+	h->mh_len = cpu_to_le16(len);
+	h->mh_seq = cpu_to_le32(seq);
+	h->mh_credits = cpu_to_le16(credits);
+	h->mh_pad = 0;
+}

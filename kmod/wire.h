@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * kxfer: the session protocol on the wire, kernel to kernel (DESIGN §3).
+ *
+ * Pure C: this header and wire.c build both into the module and into the
+ * host-side unit tests (selftests/host/), so nothing here may depend on
+ * more than fixed-width types and byte-order helpers, which the host
+ * build provides through selftests/host/kernel_shim.h.
+ *
+ * All multi-byte fields are little endian.  Every message is checked by
+ * kxfer_wire_check() before any field is used: length, magic, version,
+ * type, sequence, and each type's own bounds.  A message that fails ends
+ * the session; nothing outside the receive buffer is ever touched.
+ */
+#ifndef _KXFER_WIRE_H
+#define _KXFER_WIRE_H
+
+#define KXFER_WIRE_MAGIC	0x6b786672	/* "kxfr" */
+#define KXFER_WIRE_VERSION	1
+
+#define KXFER_WIRE_NAME_MAX	32		/* == KXFER_NAME_MAX */
+#define KXFER_CTRL_MSG_SIZE	4096		/* receive buffer size */
+
+/*
+ * Private data of rdma_connect() (one per QP).  rdma_cm leaves 56 bytes
+ * of an IB CM REQ for the consumer; this uses 52.
+ */
+struct kxfer_wire_conn {
+	__le32	wc_magic;
+	__le16	wc_version;
+	__u8	wc_qp_index;	/* this QP's index in the session */
+	__u8	wc_qp_count;	/* QPs the session will have, 1..16 */
+	__le64	wc_session_id;	/* random, the same on every QP of a session */
+	__le16	wc_recv_credits; /* control receives posted on QP 0 */
+	__le16	wc_flags;	/* 0 */
+	__u8	wc_node[KXFER_WIRE_NAME_MAX]; /* NUL-padded node name */
+};
+
+/* rdma_accept() private data: the acceptor's identity. */
+struct kxfer_wire_accept {
+	__le32	wa_magic;
+	__le16	wa_version;
+	__le16	wa_recv_credits;
+	__u8	wa_node[KXFER_WIRE_NAME_MAX];
+};
+
+/* rdma_reject() private data: why. */
+struct kxfer_wire_reject {
+	__le32	wr_magic;
+	__le32	wr_reason;	/* enum kxfer_reject_reason */
+};
+
+enum kxfer_reject_reason {
+	KXFER_REJ_MALFORMED = 1,	/* private data short or garbled */
+	KXFER_REJ_VERSION,		/* magic or version mismatch */
+	KXFER_REJ_NOT_ALLOWED,		/* source outside the allow list */
+	KXFER_REJ_BUSY,			/* no resources, or a duplicate */
+	KXFER_REJ_DEVICE,		/* QPs of one session on two devices */
+};
+
+/* Control messages: SEND/RECV on QP 0 of a session. */
+enum kxfer_msg_type {
+	KXFER_MSG_CREDIT = 1,		/* only returns credits */
+	KXFER_MSG_EXPORT_ADD,		/* an export, or part of its MR table */
+	KXFER_MSG_EXPORT_DEL,		/* an export withdrawn */
+	KXFER_MSG_SYNC_DONE,		/* the initial table is complete */
+	KXFER_MSG_KEEPALIVE,		/* probe; answered at once */
+	KXFER_MSG_KEEPALIVE_ACK,	/* answer; echoes the probe's stamp */
+	__KXFER_MSG_MAX,
+};
+
+struct kxfer_msg_hdr {
+	__le32	mh_magic;
+	__u8	mh_version;
+	__u8	mh_type;	/* enum kxfer_msg_type */
+	__le16	mh_len;		/* whole message, header included */
+	__le32	mh_seq;		/* 1, 2, ... per direction */
+	__le16	mh_credits;	/* receives reposted since the last message */
+	__le16	mh_pad;		/* 0 */
+};
+
+/* One memory region of an export: remote offset range and its key. */
+struct kxfer_wire_mr {
+	__le64	wm_off;		/* first byte of the export it covers */
+	__le64	wm_len;
+	__le64	wm_iova;	/* remote address of wm_off */
+	__le32	wm_rkey;
+	__le32	wm_pad;
+};
+
+struct kxfer_msg_export {
+	struct kxfer_msg_hdr	me_hdr;
+	__u8	me_name[KXFER_WIRE_NAME_MAX];
+	__le64	me_len;
+	__le64	me_gen;		/* generation: a newer one replaces */
+	__le32	me_access;	/* KXFER_ACCESS_* */
+	__le16	me_nmrs;	/* MRs of the whole export */
+	__le16	me_first;	/* index of the first MR in this message */
+	__le16	me_count;	/* MRs in this message */
+	__le16	me_pad[3];
+	struct kxfer_wire_mr me_mrs[];
+};
+
+#define KXFER_WIRE_MRS_PER_MSG \
+	((KXFER_CTRL_MSG_SIZE - sizeof(struct kxfer_msg_export)) / \
+	 sizeof(struct kxfer_wire_mr))
+
+struct kxfer_msg_export_del {
+	struct kxfer_msg_hdr	md_hdr;
+	__u8	md_name[KXFER_WIRE_NAME_MAX];
+	__le64	md_gen;
+};
+
+struct kxfer_msg_keepalive {
+	struct kxfer_msg_hdr	mk_hdr;
+	__le64	mk_stamp;	/* sender's clock, echoed back */
+};
+
+/* Limits a receiver enforces on an export message. */
+#define KXFER_WIRE_MAX_MRS	4096
+
+int kxfer_wire_check_name(const __u8 *name);
+int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
+		     const char **why);
+int kxfer_wire_check_conn(const void *buf, unsigned int len,
+			  const char **why);
+void kxfer_wire_hdr_init(struct kxfer_msg_hdr *h, enum kxfer_msg_type type,
+			 unsigned int len, __u32 seq, unsigned int credits);
+
+#endif /* _KXFER_WIRE_H */
