@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kxferctl peer: sessions with remote kxfer nodes.
+ *
+ * "peer add" makes a session that connects out (and reconnects); a
+ * listener makes the sessions it accepts.  "peer show" prints both, with
+ * each session's queue pairs and the exports the remote advertised; those
+ * come as KXFER_A_PEER_QP and KXFER_A_PEER_REMOTE_EXPORT nests repeated
+ * at the top level of the message.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <netlink/genl/genl.h>
+
+#include "kxferctl.h"
+
+static const char *const peer_attr_names[KXFER_A_PEER_MAX + 1] = {
+	[KXFER_A_PEER_NAME]		= "name",
+	[KXFER_A_PEER_ADDR]		= "addr",
+	[KXFER_A_PEER_PORT]		= "port",
+	[KXFER_A_PEER_QPS]		= "qps",
+	[KXFER_A_PEER_DEPTH]		= "depth",
+	[KXFER_A_PEER_STATE]		= "state",
+	[KXFER_A_PEER_ROLE]		= "role",
+	[KXFER_A_PEER_DEV]		= "dev",
+	[KXFER_A_PEER_PORT_NUM]		= "port-num",
+	[KXFER_A_PEER_REMOTE_NODE]	= "remote-node",
+	[KXFER_A_PEER_RECONNECTS]	= "reconnects",
+	[KXFER_A_PEER_LAST_ERROR]	= "last-error",
+	[KXFER_A_PEER_LAST_ERRNO]	= "last-errno",
+	[KXFER_A_PEER_KEEPALIVE_RTT_NS]	= "keepalive-rtt-ns",
+	[KXFER_A_PEER_UP_NS]		= "up-ns",
+	[KXFER_A_PEER_QP]		= "qp",
+	[KXFER_A_PEER_REMOTE_EXPORT]	= "remote-export",
+	[KXFER_A_PEER_PAD]		= "pad",
+};
+
+static const struct kx_attr_set peer_set = {
+	.name = "peer",
+	.attrs = peer_attr_names,
+	.max = KXFER_A_PEER_MAX,
+};
+
+static const struct nla_policy peer_policy[KXFER_A_PEER_MAX + 1] = {
+	[KXFER_A_PEER_NAME]		= { .type = NLA_STRING },
+	/* 4 or 16 bytes, checked by kx_format_addr() */
+	[KXFER_A_PEER_ADDR]		= { .minlen = 4, .maxlen = 16 },
+	[KXFER_A_PEER_PORT]		= { .type = NLA_U16 },
+	[KXFER_A_PEER_QPS]		= { .type = NLA_U32 },
+	[KXFER_A_PEER_DEPTH]		= { .type = NLA_U32 },
+	[KXFER_A_PEER_STATE]		= { .type = NLA_U32 },
+	[KXFER_A_PEER_ROLE]		= { .type = NLA_U32 },
+	[KXFER_A_PEER_DEV]		= { .type = NLA_STRING },
+	[KXFER_A_PEER_PORT_NUM]		= { .type = NLA_U32 },
+	[KXFER_A_PEER_REMOTE_NODE]	= { .type = NLA_STRING },
+	[KXFER_A_PEER_RECONNECTS]	= { .type = NLA_U32 },
+	[KXFER_A_PEER_LAST_ERROR]	= { .type = NLA_STRING },
+	/* s32; libnl checks the length of NLA_U32 only */
+	[KXFER_A_PEER_LAST_ERRNO]	= { .type = NLA_U32 },
+	[KXFER_A_PEER_KEEPALIVE_RTT_NS]	= { .type = NLA_U64 },
+	[KXFER_A_PEER_UP_NS]		= { .type = NLA_U64 },
+	[KXFER_A_PEER_QP]		= { .type = NLA_NESTED },
+	[KXFER_A_PEER_REMOTE_EXPORT]	= { .type = NLA_NESTED },
+};
+
+static const struct nla_policy qp_policy[KXFER_A_QP_MAX + 1] = {
+	[KXFER_A_QP_INDEX]		= { .type = NLA_U32 },
+	[KXFER_A_QP_NUM]		= { .type = NLA_U32 },
+	[KXFER_A_QP_REMOTE_NUM]		= { .type = NLA_U32 },
+	[KXFER_A_QP_STATE]		= { .type = NLA_U32 },
+};
+
+static const struct nla_policy rexp_policy[KXFER_A_REXP_MAX + 1] = {
+	[KXFER_A_REXP_NAME]		= { .type = NLA_STRING },
+	[KXFER_A_REXP_LEN]		= { .type = NLA_U64 },
+	[KXFER_A_REXP_ACCESS]		= { .type = NLA_U32 },
+	[KXFER_A_REXP_GEN]		= { .type = NLA_U64 },
+	[KXFER_A_REXP_MRS]		= { .type = NLA_U32 },
+};
+
+static const char *const peer_states[] = {
+	[KXFER_PEER_CONNECTING]	= "connecting",
+	[KXFER_PEER_UP]		= "up",
+	[KXFER_PEER_DOWN]	= "down",
+	[KXFER_PEER_CLOSING]	= "closing",
+};
+
+static const char *const peer_roles[] = {
+	[KXFER_PEER_CONNECTOR]	= "connector",
+	[KXFER_PEER_ACCEPTOR]	= "acceptor",
+};
+
+/* enum ib_qp_state, as ibv_devinfo and "rdma resource" spell it */
+static const char *const qp_states[] = {
+	"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR",
+};
+
+static void peer_help(FILE *fp)
+{
+	fprintf(fp,
+		"Usage: kxferctl peer add NAME ADDR [ port PORT ] [ qps QPS ] [ depth DEPTH ]\n"
+		"       kxferctl peer del NAME\n"
+		"       kxferctl peer show [ NAME ]\n"
+		"       kxferctl peer help\n"
+		"where  ADDR := { IPv4 address | IPv6 address }\n"
+		"       PORT := 1..65535   (default %d)\n"
+		"       QPS := 1..%d   (queue pairs of the session)\n"
+		"       DEPTH := send queue depth of each queue pair\n",
+		KXFER_PORT, KXFER_MAX_QPS);
+}
+
+static int peer_cmd_help(struct kx *kx)
+{
+	(void)kx;
+	peer_help(stdout);
+	return KX_EXIT_OK;
+}
+
+/* Text: a continuation line "qp 0 qpn 17 remote_qpn 33 state RTS". */
+static int qp_print(struct nlattr *nest)
+{
+	struct nlattr *tb[KXFER_A_QP_MAX + 1];
+
+	if (nla_parse_nested(tb, KXFER_A_QP_MAX, nest,
+			     (struct nla_policy *)qp_policy) < 0 ||
+	    !tb[KXFER_A_QP_INDEX])
+		return -1;
+
+	out_start_obj(NULL);
+	out_u64(out_is_json() ? "index" : "qp", nla_get_u32(tb[KXFER_A_QP_INDEX]));
+	if (tb[KXFER_A_QP_NUM])
+		out_u64("qpn", nla_get_u32(tb[KXFER_A_QP_NUM]));
+	if (tb[KXFER_A_QP_REMOTE_NUM])
+		out_u64("remote_qpn", nla_get_u32(tb[KXFER_A_QP_REMOTE_NUM]));
+	if (tb[KXFER_A_QP_STATE])
+		out_enum("state", qp_states, ARRAY_SIZE(qp_states),
+			 nla_get_u32(tb[KXFER_A_QP_STATE]));
+	out_end_obj();
+	return 0;
+}
+
+/* Text: a continuation line "remote_export kv len 512M access read gen 3 mrs 1". */
+static int rexp_print(struct nlattr *nest)
+{
+	struct nlattr *tb[KXFER_A_REXP_MAX + 1];
+
+	if (nla_parse_nested(tb, KXFER_A_REXP_MAX, nest,
+			     (struct nla_policy *)rexp_policy) < 0 ||
+	    !tb[KXFER_A_REXP_NAME])
+		return -1;
+
+	out_start_obj(NULL);
+	out_name("remote_export", nla_get_string(tb[KXFER_A_REXP_NAME]));
+	if (tb[KXFER_A_REXP_LEN])
+		out_bytes("len", nla_get_u64(tb[KXFER_A_REXP_LEN]));
+	if (tb[KXFER_A_REXP_ACCESS])
+		out_access(nla_get_u32(tb[KXFER_A_REXP_ACCESS]));
+	if (tb[KXFER_A_REXP_GEN])
+		out_u64("gen", nla_get_u64(tb[KXFER_A_REXP_GEN]));
+	if (tb[KXFER_A_REXP_MRS])
+		out_u64("mrs", nla_get_u32(tb[KXFER_A_REXP_MRS]));
+	out_end_obj();
+	return 0;
+}
+
+/*
+ * The nests of type @type, repeated at the top level of the message, as
+ * the JSON array @key.  @always: print the array even when empty ("peer
+ * show"); otherwise only if there is one (monitor events carry none).
+ */
+static int peer_list_print(struct nlmsghdr *nlh, int type, const char *key,
+			   bool always, int (*print)(struct nlattr *nest))
+{
+	const struct genlmsghdr *gnlh = nlmsg_data(nlh);
+	struct nlattr *pos;
+	bool open = false;
+	int rem, ret = 0;
+
+	if (always) {
+		out_start_array(key);
+		open = true;
+	}
+	nla_for_each_attr(pos, genlmsg_attrdata(gnlh, 0),
+			  genlmsg_attrlen(gnlh, 0), rem) {
+		if (nla_type(pos) != type)
+			continue;
+		if (!open) {
+			out_start_array(key);
+			open = true;
+		}
+		if (print(pos) < 0)
+			ret = -1;
+	}
+	if (open)
+		out_end_array();
+	return ret;
+}
+
+/*
+ * Why the session last went down.  Text: on a continuation line, and only
+ * if there is something to say: "last_errno 110 (Connection timed out)
+ * last_error <the module's words, to the end of the line>".
+ */
+static void peer_error_print(struct nlattr **tb)
+{
+	const char *msg = NULL;
+	bool has_errno = tb[KXFER_A_PEER_LAST_ERRNO] != NULL;
+	int32_t err = 0;
+
+	if (tb[KXFER_A_PEER_LAST_ERROR])
+		msg = nla_get_string(tb[KXFER_A_PEER_LAST_ERROR]);
+	if (has_errno)
+		err = nla_get_s32(tb[KXFER_A_PEER_LAST_ERRNO]);
+
+	if (out_is_json()) {
+		if (has_errno)
+			out_s64("last_errno", err);
+		if (msg)
+			out_str("last_error", msg);
+		return;
+	}
+
+	if (!err && (!msg || !*msg))
+		return;
+	out_nest_line();
+	if (has_errno) {
+		out_s64("last_errno", err);
+		/* the sign is not fixed by the uapi: -ETIMEDOUT or ETIMEDOUT */
+		if (err)
+			out_text_cont(" (%s)", strerror(err < 0 ? -err : err));
+	}
+	if (msg && *msg)
+		out_str("last_error", msg);
+}
+
+/**
+ * peer_print - print one session from a PEER_GET reply or a
+ * PEER_STATE_NTF event
+ * @event: the monitor event name, or NULL for "peer show"
+ *
+ * Return: 0, or -1 if the message is malformed.
+ */
+int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
+{
+	struct nlattr *tb[KXFER_A_PEER_MAX + 1];
+	bool show = !event;
+	int ret = 0;
+
+	(void)kx;
+	if (kx_nl_parse(nlh, tb, KXFER_A_PEER_MAX, peer_policy) < 0 ||
+	    !tb[KXFER_A_PEER_NAME])
+		return -1;
+
+	out_start_obj(NULL);
+	if (event)
+		out_event(event);
+	out_name("peer", nla_get_string(tb[KXFER_A_PEER_NAME]));
+	if (tb[KXFER_A_PEER_ROLE])
+		out_enum("role", peer_roles, ARRAY_SIZE(peer_roles),
+			 nla_get_u32(tb[KXFER_A_PEER_ROLE]));
+	if (tb[KXFER_A_PEER_STATE])
+		out_enum("state", peer_states, ARRAY_SIZE(peer_states),
+			 nla_get_u32(tb[KXFER_A_PEER_STATE]));
+	if (tb[KXFER_A_PEER_ADDR]) {
+		char addr[KX_ADDR_STRLEN];
+
+		if (kx_format_addr(addr, sizeof(addr),
+				   nla_data(tb[KXFER_A_PEER_ADDR]),
+				   (size_t)nla_len(tb[KXFER_A_PEER_ADDR])))
+			ret = -1;
+		out_str("addr", addr);
+	}
+	if (tb[KXFER_A_PEER_PORT])
+		out_u64("port", nla_get_u16(tb[KXFER_A_PEER_PORT]));
+	if (tb[KXFER_A_PEER_DEV])
+		out_str("dev", nla_get_string(tb[KXFER_A_PEER_DEV]));
+	if (tb[KXFER_A_PEER_PORT_NUM])
+		out_u64("port_num", nla_get_u32(tb[KXFER_A_PEER_PORT_NUM]));
+	if (tb[KXFER_A_PEER_REMOTE_NODE])
+		out_str("remote_node", nla_get_string(tb[KXFER_A_PEER_REMOTE_NODE]));
+	if (tb[KXFER_A_PEER_QPS])
+		out_u64("qps", nla_get_u32(tb[KXFER_A_PEER_QPS]));
+	if (tb[KXFER_A_PEER_DEPTH])
+		out_u64("depth", nla_get_u32(tb[KXFER_A_PEER_DEPTH]));
+	if (tb[KXFER_A_PEER_RECONNECTS])
+		out_u64("reconnects", nla_get_u32(tb[KXFER_A_PEER_RECONNECTS]));
+	if (tb[KXFER_A_PEER_KEEPALIVE_RTT_NS])
+		out_ns("keepalive_rtt", "keepalive_rtt_ns",
+		       nla_get_u64(tb[KXFER_A_PEER_KEEPALIVE_RTT_NS]));
+	if (tb[KXFER_A_PEER_UP_NS])
+		out_ns("connect_time", "up_ns",
+		       nla_get_u64(tb[KXFER_A_PEER_UP_NS]));
+	peer_error_print(tb);
+
+	/* last: in text each QP and export is a continuation line */
+	if (peer_list_print(nlh, KXFER_A_PEER_QP, "qp_list", show, qp_print))
+		ret = -1;
+	if (peer_list_print(nlh, KXFER_A_PEER_REMOTE_EXPORT, "remote_exports",
+			    show, rexp_print))
+		ret = -1;
+	out_end_obj();
+	return ret;
+}
+
+/* "peer add|del|show NAME": the name, checked, consumed. */
+static int peer_name_arg(struct kx *kx, const char *verb, const char **name)
+{
+	if (kx_no_arg(kx))
+		return kx_usage_error("peer %s: NAME is missing, try \"kxferctl peer help\"",
+				      verb);
+	*name = kx_argv(kx);
+	if (kx_check_name("peer name", *name, KXFER_NAME_MAX - 1))
+		return KX_EXIT_USAGE;
+	kx_arg_inc(kx);
+	return KX_EXIT_OK;
+}
+
+enum {
+	PEER_KEY_PORT,
+	PEER_KEY_QPS,
+	PEER_KEY_DEPTH,
+};
+
+static const char *const peer_add_keys[] = {
+	[PEER_KEY_PORT]		= "port",
+	[PEER_KEY_QPS]		= "qps",
+	[PEER_KEY_DEPTH]	= "depth",
+};
+
+static int peer_add(struct kx *kx)
+{
+	uint32_t qps = 0, depth = 0;
+	unsigned int seen = 0;
+	struct kx_addr addr;
+	struct nl_msg *msg;
+	uint16_t port = 0;
+	const char *name;
+	int ret;
+
+	ret = peer_name_arg(kx, "add", &name);
+	if (ret)
+		return ret;
+	if (kx_no_arg(kx))
+		return kx_usage_error("peer add: ADDR is missing, try \"kxferctl peer help\"");
+	if (kx_parse_addr(kx_argv(kx), &addr))
+		return kx_usage_error("invalid address \"%s\" (expected an IPv4 or IPv6 address)",
+				      kx_argv(kx));
+	kx_arg_inc(kx);
+
+	while (!kx_no_arg(kx)) {
+		const char *val;
+		int key;
+
+		key = kx_next_keyword(kx, peer_add_keys, ARRAY_SIZE(peer_add_keys),
+				      &seen, &val);
+		switch (key) {
+		case PEER_KEY_PORT:
+			if (kx_parse_port(val, &port))
+				return kx_usage_error("invalid port \"%s\" (expected 1 to 65535)",
+						      val);
+			break;
+		case PEER_KEY_QPS:
+			if (kx_parse_u32(val, &qps) || !qps || qps > KXFER_MAX_QPS)
+				return kx_usage_error("invalid qps \"%s\" (expected 1 to %d)",
+						      val, KXFER_MAX_QPS);
+			break;
+		case PEER_KEY_DEPTH:
+			if (kx_parse_u32(val, &depth) || !depth)
+				return kx_usage_error("invalid depth \"%s\" (expected a positive number)",
+						      val);
+			break;
+		default:
+			return KX_EXIT_USAGE;
+		}
+	}
+
+	ret = kx_nl_open(kx);
+	if (ret)
+		return ret;
+	msg = kx_nl_msg(kx, KXFER_CMD_PEER_NEW, NLM_F_ACK);
+	if (!msg)
+		return KX_EXIT_FAIL;
+
+	ret = nla_put_string(msg, KXFER_A_PEER_NAME, name);
+	if (!ret)
+		ret = nla_put(msg, KXFER_A_PEER_ADDR, (int)addr.len, addr.bytes);
+	/* what is not given is left to the module's defaults */
+	if (!ret && (seen & (1U << PEER_KEY_PORT)))
+		ret = nla_put_u16(msg, KXFER_A_PEER_PORT, port);
+	if (!ret && (seen & (1U << PEER_KEY_QPS)))
+		ret = nla_put_u32(msg, KXFER_A_PEER_QPS, qps);
+	if (!ret && (seen & (1U << PEER_KEY_DEPTH)))
+		ret = nla_put_u32(msg, KXFER_A_PEER_DEPTH, depth);
+	if (ret < 0) {
+		nlmsg_free(msg);
+		return kx_nl_put_failed(ret);
+	}
+
+	return kx_nl_request(kx, msg, &peer_set, NULL, NULL);
+}
+
+static int peer_del(struct kx *kx)
+{
+	struct nl_msg *msg;
+	const char *name;
+	int ret;
+
+	ret = peer_name_arg(kx, "del", &name);
+	if (ret)
+		return ret;
+	if (!kx_no_arg(kx))
+		return kx_usage_error("unexpected argument \"%s\", try \"kxferctl peer help\"",
+				      kx_argv(kx));
+
+	ret = kx_nl_open(kx);
+	if (ret)
+		return ret;
+	msg = kx_nl_msg(kx, KXFER_CMD_PEER_DEL, NLM_F_ACK);
+	if (!msg)
+		return KX_EXIT_FAIL;
+	ret = nla_put_string(msg, KXFER_A_PEER_NAME, name);
+	if (ret < 0) {
+		nlmsg_free(msg);
+		return kx_nl_put_failed(ret);
+	}
+	return kx_nl_request(kx, msg, &peer_set, NULL, NULL);
+}
+
+static int peer_show_one(struct kx *kx, struct nlmsghdr *nlh, void *arg)
+{
+	(void)arg;
+	return peer_print(kx, nlh, NULL);
+}
+
+static int peer_show(struct kx *kx)
+{
+	const char *name = NULL;
+	struct nl_msg *msg;
+	int ret;
+
+	if (!kx_no_arg(kx)) {
+		ret = peer_name_arg(kx, "show", &name);
+		if (ret)
+			return ret;
+	}
+	if (!kx_no_arg(kx))
+		return kx_usage_error("unexpected argument \"%s\", try \"kxferctl peer help\"",
+				      kx_argv(kx));
+
+	ret = kx_nl_open(kx);
+	if (ret)
+		return ret;
+	msg = kx_nl_msg(kx, KXFER_CMD_PEER_GET, name ? NLM_F_ACK : NLM_F_DUMP);
+	if (!msg)
+		return KX_EXIT_FAIL;
+	if (name) {
+		ret = nla_put_string(msg, KXFER_A_PEER_NAME, name);
+		if (ret < 0) {
+			nlmsg_free(msg);
+			return kx_nl_put_failed(ret);
+		}
+	}
+
+	out_list_begin();
+	ret = kx_nl_request(kx, msg, &peer_set, peer_show_one, NULL);
+	out_list_end(ret == KX_EXIT_OK);
+	return ret;
+}
+
+static const struct kx_cmd peer_cmds[] = {
+	{ NULL,		peer_show },
+	{ "add",	peer_add },
+	{ "del",	peer_del },
+	{ "show",	peer_show },
+	{ "list",	peer_show },
+	{ "help",	peer_cmd_help },
+	{ NULL,		NULL },
+};
+
+int cmd_peer(struct kx *kx)
+{
+	return kx_exec_cmd(kx, peer_cmds, "peer");
+}
