@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
+#
+# common.sh: helpers the kxfer guest suites share; source after lib.sh.
+#
+#   kxfer_load            insmod the kxfer.ko built for the running kernel
+#   expect_status N CMD   CMD must exit with status N
+#   expect_error MSG CMD  CMD must be refused (status 1) with "Error: MSG..."
+#   port_active DEV       DEV's port 1 is ACTIVE
+#   defer_readd_rxe0      at the end of the test, put rxe0 back if it is gone
+#   devinfo_eq JSON FIELD KEY  a number in kxferctl's JSON equals ibv_devinfo
+#                         -v's KEY (compared as text, since jq's doubles
+#                         cannot hold every u64; hex is converted)
+
+export PATH="$KXFER_TOP/tools/kxferctl:$KXFER_TOP/selftests:$PATH"
+
+# The module built for this kernel by `make guest-modules`, else the
+# in-tree build.
+if [ -z "${KXFER_MODULE:-}" ]; then
+	KXFER_MODULE=$KXFER_TOP/build/modules/$KXFER_KVER/kxfer.ko
+	[ -f "$KXFER_MODULE" ] || KXFER_MODULE=$KXFER_TOP/kmod/kxfer.ko
+fi
+
+kxfer_load() {
+	lsmod | grep -q '^kxfer ' && return 0
+	insmod "$KXFER_MODULE" "$@"
+}
+
+expect_status() {
+	local want=$1 rc=0
+
+	shift
+	"$@" || rc=$?
+	[ "$rc" -eq "$want" ] && return 0
+	echo "expected status $want, got $rc: $*"
+	return 1
+}
+
+expect_error() {
+	local msg=$1 out rc=0
+
+	shift
+	out=$("$@" 2>&1) || rc=$?
+	echo "$out"
+	[ "$rc" -eq 1 ] || { echo "expected status 1, got $rc: $*"; return 1; }
+	grep -q "^Error: $msg" <<<"$out" && return 0
+	echo "expected 'Error: $msg'"
+	return 1
+}
+
+port_active() {
+	ibv_devinfo -d "$1" 2>/dev/null | grep -q 'state:.*PORT_ACTIVE'
+}
+
+_readd_rxe0() {
+	rdma link show rxe0/1 >/dev/null 2>&1 && return 0
+	rdma link add rxe0 type rxe netdev "$KXFER_NETDEV"
+	busywait 10000 port_active rxe0
+}
+
+defer_readd_rxe0() {
+	defer _readd_rxe0
+}
+
+devinfo_eq() {
+	local mine theirs
+
+	mine=$(grep -o "\"$2\": *[0-9]*" <<<"$1" | head -n 1 | sed 's/.*: *//')
+	theirs=$(ibv_devinfo -v -d rxe0 | awk -v k="$3:" '$1 == k { print $2; exit }')
+	theirs=$(printf '%u' "$theirs")
+	[ "$mine" = "$theirs" ] && return 0
+	echo "$2 is $mine, ibv_devinfo $3 is $theirs"
+	return 1
+}

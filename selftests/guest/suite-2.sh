@@ -1,0 +1,317 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# suite-2.sh: the two-guest suite (vm-run --guests 2), run by run-suite.
+# Both guests run this script: guest a (10.99.0.1) listens and exports,
+# guest b (10.99.0.2) connects.  Each test is one function run on both
+# sides, which meet at barriers.  Timing checks assert bounds only.
+
+# shellcheck source=../rig/lib.sh
+source "$KXFER_TOP/selftests/rig/lib.sh"
+# shellcheck source=common.sh
+source "$KXFER_TOP/selftests/guest/common.sh"
+
+cd "$KXFER_TOP" || exit 1
+
+A=10.99.0.1
+B=10.99.0.2
+KA_TIMEOUT_MS=3000	# the module's default keepalive_timeout_ms
+
+on_a() { [ "$KXFER_GUEST" = a ]; }
+
+peer_json() {
+	kxferctl -j peer show "$1"
+}
+
+# peer_state NAME STATE: the session NAME (first of that name) is in STATE
+peer_state() {
+	[ "$(peer_json "$1" 2>/dev/null | jq -r '.[0].state')" = "$2" ]
+}
+
+# has_rexport NAME EXPORT: the session has learned the remote export
+# (grep, not jq: under TCG jq's start-up alone takes a good part of the
+# time bounds checked with this)
+has_rexport() {
+	kxferctl -j peer show "$1" 2>/dev/null |
+		grep -q "\"remote_exports\":\[.*{\"name\":\"$2\""
+}
+
+# QPs of kxfer's sessions: rdma_cm creates them (its name shows on the QP);
+# the cm_id that owns each shows kxfer's name and the QP number.
+kxfer_qps() {
+	rdma resource show cm_id 2>/dev/null |
+		grep 'comm \[kxfer\]' | grep -c 'lqpn [1-9]' || true
+}
+
+now_ms() {
+	echo $(($(date +%s%N) / 1000000))
+}
+
+# --- rig of this suite --------------------------------------------------------
+
+t_setup() {
+	kxfer_load node_name="$KXFER_GUEST"
+	if on_a; then
+		kxferctl pool add kv size 16M mode 0666
+		kxferctl export add kvw pool kv offset 4096 len 1M access write
+		kxferctl export add kvr pool kv offset 2M len 6M access read,write
+		kxferctl export add forc pool kv len 64K peer c access read
+		kxferctl listen "$A" allow 10.99.0.0/24
+		kxferctl listen "$A" port 7000 allow 10.99.0.1/32
+		kxferctl -j listen show | jq -e 'length == 2' >/dev/null
+	else
+		kxferctl pool add local size 16M mode 0666
+	fi
+	barrier setup
+}
+
+# --- sessions come up -------------------------------------------------------------
+
+t_session_1qp() {
+	local j t0
+
+	if on_a; then
+		barrier s1-up
+		# The accepting side shows the session too, named after b.
+		busywait 10000 peer_state b up
+		peer_json b
+		peer_json b | jq -e '.[0].role == "acceptor" and .[0].qps == 1 and
+			.[0].remote_node == "b"' >/dev/null
+		barrier s1-checked
+		return 0
+	fi
+	t0=$(now_ms)
+	kxferctl peer add pa "$A" qps 1
+	busywait 20000 peer_state pa up
+	echo "peer add to up: $(($(now_ms) - t0)) ms (wall, including kxferctl polling)"
+	j=$(peer_json pa)
+	echo "$j"
+	echo "$j" | jq -e '.[0] | .role == "connector" and .qps == 1 and
+		.remote_node == "a" and .dev == "rxe0" and
+		(.qp_list | length) == 1 and .qp_list[0].state == "RTS" and
+		.qp_list[0].qpn > 0 and .qp_list[0].remote_qpn > 0' >/dev/null
+	# Both exports meant for any peer, not the one for peer c.
+	echo "$j" | jq -e '.[0].remote_exports | map(.name) | sort == ["kvr", "kvw"]' >/dev/null
+	echo "$j" | jq -e '.[0].remote_exports[] | select(.name == "kvw") |
+		.len == 1048576 and .access == ["write"] and .mrs >= 1' >/dev/null
+	echo "$j" | jq -e '.[0].remote_exports[] | select(.name == "kvr") |
+		.len == 6291456 and .access == ["read", "write"] and .mrs >= 3' >/dev/null
+	echo "up_ns: $(echo "$j" | jq .[0].up_ns)" | tee "$KXFER_OUT/up-time.txt"
+	[ "$(kxfer_qps)" -ge 1 ]
+	barrier s1-up
+	barrier s1-checked
+}
+
+t_session_4qp() {
+	local j
+
+	if on_a; then
+		barrier s4-up
+		return 0
+	fi
+	kxferctl peer add pa4 "$A" qps 4 depth 64
+	busywait 20000 peer_state pa4 up
+	j=$(peer_json pa4)
+	echo "$j"
+	echo "$j" | jq -e '.[0] | .qps == 4 and .depth == 64 and
+		(.qp_list | length) == 4 and
+		(.qp_list | map(.state) | unique) == ["RTS"] and
+		(.qp_list | map(.qpn) | unique | length) == 4 and
+		(.remote_exports | length) == 2' >/dev/null
+	[ "$(kxfer_qps)" -ge 5 ]
+	rdma resource show cm_id | grep kxfer
+	barrier s4-up
+}
+
+# --- exports change while the session is up ----------------------------------
+
+t_export_add_del_live() {
+	local t0 dt
+
+	if on_a; then
+		barrier live-go
+		kxferctl export add live pool kv offset 8M len 1M access read
+		barrier live-added
+		barrier live-seen
+		kxferctl export del live
+		barrier live-deleted
+		barrier live-gone
+		return 0
+	fi
+	barrier live-go
+	barrier live-added
+	t0=$(now_ms)
+	busywait 5000 has_rexport pa live
+	dt=$(($(now_ms) - t0))
+	echo "export add seen after $dt ms"
+	[ "$dt" -le 1000 ] || { echo "took more than a second"; exit 1; }
+	has_rexport pa4 live
+	barrier live-seen
+	barrier live-deleted
+	t0=$(now_ms)
+	busywait 5000 check_fail has_rexport pa live
+	dt=$(($(now_ms) - t0))
+	echo "export del seen after $dt ms"
+	[ "$dt" -le 1000 ] || { echo "took more than a second"; exit 1; }
+	barrier live-gone
+}
+
+# --- refusals --------------------------------------------------------------------
+
+t_not_allowed() {
+	if on_a; then
+		barrier na-go
+		barrier na-done
+		kxferctl -j listen show | jq -e '.[] | select(.port == 7000) | .rejected >= 1' >/dev/null
+		dmesg | grep -q "refused 10.99.0.2: not in the allow list"
+		# No session was made for it.
+		[ "$(kxferctl -j peer show | jq '[.[] | select(.role == "acceptor")] | length')" = 2 ]
+		return 0
+	fi
+	barrier na-go
+	kxferctl peer add pna "$A" port 7000
+	busywait 10000 sh -c "kxferctl -j peer show pna | jq -e '.[0].last_error | test(\"allow list\")'"
+	peer_json pna
+	check_fail peer_state pna up
+	kxferctl peer del pna
+	barrier na-done
+}
+
+t_wrong_port() {
+	local n0 n1 logs
+
+	if on_a; then
+		barrier wp-done
+		return 0
+	fi
+	n0=$(dmesg | grep -c 'peer pwp' || true)
+	kxferctl peer add pwp "$A" port 7999
+	sleep 4
+	peer_json pwp
+	peer_json pwp | jq -e '.[0].state != "up" and .[0].reconnects >= 2' >/dev/null
+	n1=$(peer_json pwp | jq .[0].reconnects)
+	sleep 2
+	[ "$(peer_json pwp | jq .[0].reconnects)" -gt "$n1" ]
+	# Retries with backoff, without a log line per attempt.
+	logs=$(($(dmesg | grep -c 'peer pwp' || true) - n0))
+	echo "log lines for pwp: $logs"
+	[ "$logs" -le 2 ]
+	kxferctl peer del pwp
+	barrier wp-done
+}
+
+# --- faults ----------------------------------------------------------------------
+
+# a drops every packet it sends for 6 s (netem, 100% loss): to b, a is
+# gone.  b notices within the keepalive bound, reconnects when a returns
+# and learns the exports again.
+#
+# Not "ip link set eth0 down": on these kernels rxe moves its GSI QP (QP1,
+# the CM's) to the error state when a send finds no route, after which no
+# CM message leaves the device, rdma_destroy_id() of any connected id waits
+# forever inside ib_cm, and deleting rxe0 then deadlocks in rdma_cm.  A
+# real NIC does not do that; dropped packets are what a dead link or a dead
+# host look like from the other side.
+t_partition() {
+	local t0 dt
+
+	if on_a; then
+		modprobe sch_netem
+		barrier lf-go
+		tc qdisc add dev "$KXFER_NETDEV" root netem loss 100%
+		defer tc qdisc del dev "$KXFER_NETDEV" root
+		sleep 6
+		tc qdisc del dev "$KXFER_NETDEV" root
+		barrier lf-up
+		busywait 30000 peer_state b up
+		return 0
+	fi
+	kxferctl -j monitor >/tmp/lf-monitor 2>/dev/null &
+	defer kill $!
+	barrier lf-go
+	t0=$(now_ms)
+	busywait 15000 check_fail peer_state pa up 2>/dev/null
+	dt=$(($(now_ms) - t0))
+	echo "session down after $dt ms" | tee "$KXFER_OUT/down-time.txt"
+	peer_json pa
+	[ "$dt" -le $((KA_TIMEOUT_MS + 3000)) ] ||
+		{ echo "slower than the keepalive bound"; exit 1; }
+	peer_json pa | jq -e '.[0].last_error == "keepalive timeout"' >/dev/null
+	barrier lf-up
+	busywait 30000 peer_state pa up
+	busywait 30000 peer_state pa4 up
+	has_rexport pa kvw
+	has_rexport pa4 kvr
+	peer_json pa | jq -e '.[0].reconnects >= 1' >/dev/null
+	grep -q '"peer-state".*"pa".*"down"' /tmp/lf-monitor
+	grep -q '"peer-state".*"pa".*"up"' /tmp/lf-monitor
+}
+
+# b's RDMA device goes away under a live session and comes back.
+t_device_delete() {
+	if on_a; then
+		barrier dd-done
+		return 0
+	fi
+	rdma link delete rxe0
+	defer_readd_rxe0
+	busywait 10000 check_fail peer_state pa up 2>/dev/null
+	peer_json pa
+	# (last_error moves on with the reconnect attempts that follow)
+	dmesg | grep -q 'kxfer: peer pa: down: device removed'
+	[ "$(kxfer_qps)" = 0 ]
+	rdma link add rxe0 type rxe netdev "$KXFER_NETDEV"
+	busywait 10000 port_active rxe0
+	busywait 30000 peer_state pa up
+	busywait 30000 peer_state pa4 up
+	has_rexport pa kvw
+	barrier dd-done
+}
+
+# --- the end: everything goes, nothing is left --------------------------------
+
+t_teardown() {
+	if on_a; then
+		barrier td-peers-gone
+		busywait 15000 sh -c '[ "$(kxferctl -j peer show | jq length)" = 0 ]'
+		kxferctl listen del "$A"
+		kxferctl listen del "$A" port 7000
+	else
+		kxferctl peer del pa
+		kxferctl peer del pa4
+		[ "$(kxferctl -j peer show | jq length)" = 0 ]
+		barrier td-peers-gone
+	fi
+	for r in qp cq mr pd cm_id; do
+		if rdma resource show "$r" | grep kxfer; then
+			echo "kxfer left $r objects behind"
+			exit 1
+		fi
+	done
+	rmmod kxfer
+	check_fail grep -q '^kxfer ' /proc/modules
+}
+
+# Each test starts with the two guests in step: barrier ranks are reset,
+# and both meet after it, so that a test failing half-way on one side
+# (and skipping its barriers) does not put the next tests out of step.
+KXFER_BARRIER_TIMEOUT=60
+T=0
+ktest2() {
+	T=$((T + 1))
+	echo $((T * 100)) >/tmp/kxfer-barrier.seq
+	ktest "$@"
+	echo $((T * 100 + 98)) >/tmp/kxfer-barrier.seq
+	barrier "end-$1" 90 || true
+}
+
+ktest2 setup t_setup
+ktest2 session_1qp t_session_1qp
+ktest2 session_4qp t_session_4qp
+ktest2 export_add_del_live t_export_add_del_live
+ktest2 not_allowed t_not_allowed
+ktest2 wrong_port t_wrong_port
+ktest2 partition t_partition
+ktest2 device_delete t_device_delete
+ktest2 teardown t_teardown
+exit 0

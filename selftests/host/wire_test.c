@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * wire_test: host-side unit tests of kmod/wire.c, the checks applied to
+ * everything a remote peer sends.  Built from the module's own source.
+ *
+ * Each check feeds one defect into an otherwise valid message and
+ * expects its exact error; a generated corpus of truncations and random
+ * byte flips must never be accepted with a length the checker did not
+ * verify (run under -fsanitize=address,undefined by the Makefile).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_shim.h"
+#include <linux/kxfer.h>
+#include "wire.h"
+
+#include "kselftest_harness.h"
+
+static void put_name(__u8 *dst, const char *name)
+{
+	memset(dst, 0, KXFER_WIRE_NAME_MAX);
+	memcpy(dst, name, strlen(name));
+}
+
+static unsigned int make_export(void *buf, unsigned int count, __u32 seq)
+{
+	struct kxfer_msg_export *m = buf;
+	unsigned int len = sizeof(*m) + count * sizeof(m->me_mrs[0]);
+	unsigned int i;
+
+	memset(buf, 0, KXFER_CTRL_MSG_SIZE);
+	kxfer_wire_hdr_init(&m->me_hdr, KXFER_MSG_EXPORT_ADD, len, seq, 0);
+	put_name(m->me_name, "kv");
+	m->me_len = cpu_to_le64((uint64_t)count << 21);
+	m->me_gen = cpu_to_le64(1);
+	m->me_access = cpu_to_le32(KXFER_ACCESS_WRITE);
+	m->me_nmrs = cpu_to_le16(count);
+	m->me_first = 0;
+	m->me_count = cpu_to_le16(count);
+	for (i = 0; i < count; i++) {
+		m->me_mrs[i].wm_off = cpu_to_le64((uint64_t)i << 21);
+		m->me_mrs[i].wm_len = cpu_to_le64(1 << 21);
+		m->me_mrs[i].wm_rkey = cpu_to_le32(0x100 + i);
+	}
+	return len;
+}
+
+static void make_conn(struct kxfer_wire_conn *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->wc_magic = cpu_to_le32(KXFER_WIRE_MAGIC);
+	c->wc_version = cpu_to_le16(KXFER_WIRE_VERSION);
+	c->wc_qp_index = 1;
+	c->wc_qp_count = 4;
+	c->wc_recv_credits = cpu_to_le16(32);
+	put_name(c->wc_node, "node-b");
+}
+
+FIXTURE(wire) {
+	unsigned char buf[KXFER_CTRL_MSG_SIZE];
+	const char *why;
+};
+
+FIXTURE_SETUP(wire)
+{
+	memset(self->buf, 0, sizeof(self->buf));
+	self->why = NULL;
+}
+
+FIXTURE_TEARDOWN(wire)
+{
+}
+
+TEST_F(wire, name_ok)
+{
+	__u8 n[KXFER_WIRE_NAME_MAX];
+
+	put_name(n, "kv-cache_0.1:a");
+	EXPECT_EQ(0, kxfer_wire_check_name(n));
+	memset(n, 'x', sizeof(n));
+	n[31] = 0;
+	EXPECT_EQ(0, kxfer_wire_check_name(n));
+}
+
+TEST_F(wire, name_bad)
+{
+	__u8 n[KXFER_WIRE_NAME_MAX];
+
+	put_name(n, "");
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_name(n));
+	put_name(n, "a b");
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_name(n));
+	put_name(n, "a/b");
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_name(n));
+	memset(n, 'x', sizeof(n));		/* no NUL */
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_name(n));
+	put_name(n, "ab");
+	n[5] = 'z';				/* garbage after the NUL */
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_name(n));
+}
+
+TEST_F(wire, conn_ok)
+{
+	struct kxfer_wire_conn c;
+
+	make_conn(&c);
+	EXPECT_EQ(0, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	/* CM may hand over more bytes than were sent (padding). */
+	EXPECT_EQ(0, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+}
+
+TEST_F(wire, conn_defects)
+{
+	struct kxfer_wire_conn c;
+
+	make_conn(&c);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(NULL, 0, &self->why));
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c) - 1, &self->why));
+	c.wc_magic = cpu_to_le32(1);
+	EXPECT_EQ(-EPROTO, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	make_conn(&c);
+	c.wc_version = cpu_to_le16(2);
+	EXPECT_EQ(-EPROTO, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	EXPECT_STREQ("unsupported protocol version", self->why);
+	make_conn(&c);
+	c.wc_qp_index = 4;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	make_conn(&c);
+	c.wc_qp_count = 0;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	make_conn(&c);
+	c.wc_qp_count = KXFER_MAX_QPS + 1;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	make_conn(&c);
+	c.wc_recv_credits = 0;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	make_conn(&c);
+	c.wc_flags = cpu_to_le16(1);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	make_conn(&c);
+	put_name(c.wc_node, "bad name");
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+}
+
+TEST_F(wire, header_defects)
+{
+	struct kxfer_msg_hdr *h = (void *)self->buf;
+	unsigned int len = sizeof(*h);
+
+	kxfer_wire_hdr_init(h, KXFER_MSG_SYNC_DONE, len, 7, 3);
+	EXPECT_EQ(0, kxfer_wire_check(h, len, 7, &self->why));
+	EXPECT_EQ(-EBADMSG, kxfer_wire_check(h, len, 8, &self->why));
+	EXPECT_STREQ("message out of sequence", self->why);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(h, len - 1, 7, &self->why));
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(h, KXFER_CTRL_MSG_SIZE + 1, 7,
+					    &self->why));
+	/* length field and bytes received disagree */
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(h, len + 8, 7, &self->why));
+	h->mh_magic = 0;
+	EXPECT_EQ(-EPROTO, kxfer_wire_check(h, len, 7, &self->why));
+	kxfer_wire_hdr_init(h, KXFER_MSG_SYNC_DONE, len, 7, 3);
+	h->mh_version = 9;
+	EXPECT_EQ(-EPROTO, kxfer_wire_check(h, len, 7, &self->why));
+	kxfer_wire_hdr_init(h, KXFER_MSG_SYNC_DONE, len, 7, 3);
+	h->mh_pad = 1;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(h, len, 7, &self->why));
+	kxfer_wire_hdr_init(h, 0, len, 7, 3);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(h, len, 7, &self->why));
+	kxfer_wire_hdr_init(h, __KXFER_MSG_MAX, len, 7, 3);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(h, len, 7, &self->why));
+	EXPECT_STREQ("unknown message type", self->why);
+}
+
+TEST_F(wire, fixed_length_types)
+{
+	struct kxfer_msg_hdr *h = (void *)self->buf;
+	unsigned int ka = sizeof(struct kxfer_msg_keepalive);
+	unsigned int del = sizeof(struct kxfer_msg_export_del);
+
+	kxfer_wire_hdr_init(h, KXFER_MSG_KEEPALIVE, ka, 1, 0);
+	EXPECT_EQ(0, kxfer_wire_check(h, ka, 1, &self->why));
+	kxfer_wire_hdr_init(h, KXFER_MSG_KEEPALIVE, ka - 1, 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(h, ka - 1, 1, &self->why));
+	kxfer_wire_hdr_init(h, KXFER_MSG_CREDIT, sizeof(*h) + 4, 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(h, sizeof(*h) + 4, 1, &self->why));
+
+	kxfer_wire_hdr_init(h, KXFER_MSG_EXPORT_DEL, del, 1, 0);
+	put_name(((struct kxfer_msg_export_del *)h)->md_name, "kv");
+	EXPECT_EQ(0, kxfer_wire_check(h, del, 1, &self->why));
+	put_name(((struct kxfer_msg_export_del *)h)->md_name, "");
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(h, del, 1, &self->why));
+}
+
+TEST_F(wire, export_ok)
+{
+	unsigned int len = make_export(self->buf, 3, 1);
+
+	EXPECT_EQ(0, kxfer_wire_check(self->buf, len, 1, &self->why));
+	len = make_export(self->buf, KXFER_WIRE_MRS_PER_MSG, 1);
+	EXPECT_GE(KXFER_CTRL_MSG_SIZE, len);
+	EXPECT_EQ(0, kxfer_wire_check(self->buf, len, 1, &self->why));
+}
+
+TEST_F(wire, export_defects)
+{
+	struct kxfer_msg_export *m = (void *)self->buf;
+	unsigned int len;
+
+	len = make_export(self->buf, 3, 1);
+	m->me_count = cpu_to_le16(4);		/* more MRs than bytes */
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+
+	len = make_export(self->buf, 3, 1);
+	m->me_first = cpu_to_le16(3);		/* first past the table */
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+
+	len = make_export(self->buf, 3, 1);
+	m->me_nmrs = cpu_to_le16(2);		/* count past nmrs */
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+
+	len = make_export(self->buf, 3, 1);
+	m->me_nmrs = cpu_to_le16(KXFER_WIRE_MAX_MRS + 1);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+
+	len = make_export(self->buf, 3, 1);
+	m->me_len = 0;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+
+	len = make_export(self->buf, 3, 1);
+	m->me_access = 0;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+
+	len = make_export(self->buf, 3, 1);
+	m->me_access = cpu_to_le32(0x80);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+
+	len = make_export(self->buf, 3, 1);
+	m->me_pad[1] = 1;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+
+	len = make_export(self->buf, 3, 1);
+	put_name(m->me_name, "x y");
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+
+	/* an MR past the export's end */
+	len = make_export(self->buf, 3, 1);
+	m->me_mrs[2].wm_len = cpu_to_le64((1 << 21) + 1);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+	EXPECT_STREQ("MR outside its export", self->why);
+
+	/* an MR whose offset + length wraps */
+	len = make_export(self->buf, 3, 1);
+	m->me_mrs[1].wm_len = cpu_to_le64(~0ULL);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+
+	/* overlapping MRs */
+	len = make_export(self->buf, 3, 1);
+	m->me_mrs[1].wm_off = cpu_to_le64(1 << 20);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+
+	/* an empty MR */
+	len = make_export(self->buf, 3, 1);
+	m->me_mrs[0].wm_len = 0;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+}
+
+/*
+ * Every truncation and many random corruptions of a valid export
+ * message: each is refused or, if accepted, still passes the invariants
+ * a receiver relies on.  AddressSanitizer watches every read.
+ */
+TEST_F(wire, export_corpus)
+{
+	unsigned char *copy;
+	unsigned int len, cut, i, accepted = 0;
+
+	len = make_export(self->buf, 5, 1);
+	for (cut = 0; cut < len; cut++) {
+		copy = malloc(cut ? cut : 1);
+		ASSERT_NE(NULL, copy);
+		memcpy(copy, self->buf, cut);
+		EXPECT_NE(0, kxfer_wire_check(copy, cut, 1, &self->why));
+		free(copy);
+	}
+	srandom(12345);
+	for (i = 0; i < 200000; i++) {
+		unsigned int flips = 1 + random() % 4, f;
+
+		copy = malloc(len);
+		ASSERT_NE(NULL, copy);
+		memcpy(copy, self->buf, len);
+		for (f = 0; f < flips; f++)
+			copy[random() % len] ^= 1 << (random() % 8);
+		if (!kxfer_wire_check(copy, len, 1, &self->why)) {
+			struct kxfer_msg_export *m = (void *)copy;
+			unsigned int k, n = le16toh(m->me_count);
+			uint64_t end = 0;
+
+			accepted++;
+			ASSERT_EQ(len, sizeof(*m) + n * sizeof(m->me_mrs[0]));
+			for (k = 0; k < n; k++) {
+				uint64_t off = le64toh(m->me_mrs[k].wm_off);
+				uint64_t l = le64toh(m->me_mrs[k].wm_len);
+
+				ASSERT_LE(end, off);
+				ASSERT_LE(off + l, le64toh(m->me_len));
+				ASSERT_LT(off, off + l);
+				end = off + l;
+			}
+		}
+		free(copy);
+	}
+	TH_LOG("%u of 200000 corrupted messages still valid", accepted);
+}
+
+TEST_HARNESS_MAIN
