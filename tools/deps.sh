@@ -28,6 +28,7 @@ packages=(
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2
 	# scripts
 	jq
+	python3-yaml
 )
 
 missing=()

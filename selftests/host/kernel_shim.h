@@ -8,6 +8,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 #include <linux/types.h>
@@ -18,5 +19,14 @@
 #define cpu_to_le16(x)	htole16(x)
 #define cpu_to_le32(x)	htole32(x)
 #define cpu_to_le64(x)	htole64(x)
+
+/* kmod/plan.c */
+typedef __u8	u8;
+typedef __u16	u16;
+typedef __u32	u32;
+typedef __u64	u64;
+
+#define U32_MAX	((u32)~0U)
+#define U64_MAX	((u64)~0ULL)
 
 #endif /* KXFER_KERNEL_SHIM_H */
