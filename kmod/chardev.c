@@ -18,6 +18,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/mm.h>
+#include <linux/log2.h>
 
 #include "kxfer.h"
 
@@ -25,13 +26,28 @@ static umode_t kxfer_dev_mode = 0666;
 module_param_named(dev_mode, kxfer_dev_mode, ushort, 0444);
 MODULE_PARM_DESC(dev_mode, "Permission bits of /dev/kxfer (default 0666)");
 
+static void kxfer_file_release(struct kref *ref)
+{
+	struct kxfer_file *kf = container_of(ref, struct kxfer_file, kf_ref);
+
+	xa_destroy(&kf->kf_pools);
+	xa_destroy(&kf->kf_peers);
+	xa_destroy(&kf->kf_remotes);
+	mutex_destroy(&kf->kf_reap_mutex);
+	kvfree(kf->kf_ring);
+	kfree(kf);
+}
+
 /**
- * struct kxfer_file - one open /dev/kxfer
- * @kf_pools: handle -> attached struct kxfer_pool (one use each)
+ * kxfer_file_put - drop a reference to a file's context
+ * @kf: the context; the open file and each job in flight hold one
+ *
+ * Any context.
  */
-struct kxfer_file {
-	struct xarray	kf_pools;
-};
+void kxfer_file_put(struct kxfer_file *kf)
+{
+	kref_put(&kf->kf_ref, kxfer_file_release);
+}
 
 static int kxfer_open(struct inode *inode, struct file *filp)
 {
@@ -40,11 +56,30 @@ static int kxfer_open(struct inode *inode, struct file *filp)
 	kf = kzalloc(sizeof(*kf), GFP_KERNEL);
 	if (!kf)
 		return -ENOMEM;
+	kf->kf_ring_size = roundup_pow_of_two(clamp_t(unsigned int,
+						      READ_ONCE(kxfer_max_inflight),
+						      1, 1U << 20));
+	kf->kf_ring = kvcalloc(kf->kf_ring_size, sizeof(*kf->kf_ring),
+			       GFP_KERNEL);
+	if (!kf->kf_ring) {
+		kfree(kf);
+		return -ENOMEM;
+	}
+	kref_init(&kf->kf_ref);
 	xa_init_flags(&kf->kf_pools, XA_FLAGS_ALLOC1);
+	xa_init_flags(&kf->kf_peers, XA_FLAGS_ALLOC1);
+	xa_init_flags(&kf->kf_remotes, XA_FLAGS_ALLOC1);
+	spin_lock_init(&kf->kf_lock);
+	init_waitqueue_head(&kf->kf_wait);
+	mutex_init(&kf->kf_reap_mutex);
 	filp->private_data = kf;
 	return nonseekable_open(inode, filp);
 }
 
+/*
+ * Jobs in flight keep the context (and their pools and sessions) until
+ * they complete; their events are then dropped with it.
+ */
 static int kxfer_release(struct inode *inode, struct file *filp)
 {
 	struct kxfer_file *kf = filp->private_data;
@@ -55,8 +90,8 @@ static int kxfer_release(struct inode *inode, struct file *filp)
 		xa_erase(&kf->kf_pools, handle);
 		kxfer_pool_unuse(pool);
 	}
-	xa_destroy(&kf->kf_pools);
-	kfree(kf);
+	kxfer_file_drop_handles(kf);
+	kxfer_file_put(kf);
 	return 0;
 }
 
@@ -65,7 +100,7 @@ static bool kxfer_zero(const void *p, size_t len)
 	return !memchr_inv(p, 0, len);
 }
 
-static long kxfer_ioc_query(void __user *uarg)
+static long kxfer_ioc_query(struct kxfer_file *kf, void __user *uarg)
 {
 	struct kxfer_query q;
 
@@ -76,8 +111,11 @@ static long kxfer_ioc_query(void __user *uarg)
 
 	memset(&q, 0, sizeof(q));
 	q.api_version = KXFER_API_VERSION;
-	q.features = KXFER_FEAT_POOLS;
+	q.features = KXFER_FEAT_POOLS | KXFER_FEAT_JOBS;
 	q.max_pools_per_fd = kxfer_max_pools_per_fd;
+	q.max_segments = kxfer_max_segments;
+	q.max_jobs_per_submit = kxfer_max_jobs_per_submit;
+	q.max_inflight = kf->kf_ring_size;
 	q.pool_mem_max = kxfer_pool_mem_max;
 	q.pool_mem_used = atomic64_read(&kxfer_pool_mem_used);
 	return copy_to_user(uarg, &q, sizeof(q)) ? -EFAULT : 0;
@@ -144,11 +182,19 @@ static long kxfer_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 
 	switch (cmd) {
 	case KXFER_IOC_QUERY:
-		return kxfer_ioc_query(uarg);
+		return kxfer_ioc_query(kf, uarg);
 	case KXFER_IOC_POOL_ATTACH:
 		return kxfer_ioc_pool_attach(kf, uarg);
 	case KXFER_IOC_POOL_DETACH:
 		return kxfer_ioc_pool_detach(kf, uarg);
+	case KXFER_IOC_PEER_LOOKUP:
+		return kxfer_ioc_peer_lookup(kf, uarg);
+	case KXFER_IOC_REMOTE_LOOKUP:
+		return kxfer_ioc_remote_lookup(kf, uarg);
+	case KXFER_IOC_SUBMIT:
+		return kxfer_ioc_submit(kf, uarg);
+	case KXFER_IOC_REAP:
+		return kxfer_ioc_reap(kf, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -229,6 +275,11 @@ out_put:
 	return ret;
 }
 
+static __poll_t kxfer_poll(struct file *filp, poll_table *wait)
+{
+	return kxfer_file_poll(filp->private_data, filp, wait);
+}
+
 static const struct file_operations kxfer_fops = {
 	.owner		= THIS_MODULE,
 	.open		= kxfer_open,
@@ -236,6 +287,7 @@ static const struct file_operations kxfer_fops = {
 	.unlocked_ioctl	= kxfer_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.mmap		= kxfer_mmap,
+	.poll		= kxfer_poll,
 };
 
 static struct miscdevice kxfer_misc = {

@@ -190,6 +190,8 @@ static void kxfer_ctrl_wc_recv(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	cb->cb_len = wc->byte_len;
+	/* Alive, even if the work that reads the message runs late. */
+	WRITE_ONCE(s->s_last_rx_ns, ktime_get_ns());
 	spin_lock_irqsave(&s->s_lock, flags);
 	list_add_tail(&cb->cb_node, &s->s_rxq);
 	spin_unlock_irqrestore(&s->s_lock, flags);
@@ -204,7 +206,10 @@ static void kxfer_ctrl_wc_send(struct ib_cq *cq, struct ib_wc *wc)
 	struct kxfer_session *s = cb->cb_sess;
 	unsigned long flags;
 
-	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+	if (wc->status == IB_WC_SUCCESS)
+		/* Acknowledged by the peer's NIC: it is alive. */
+		WRITE_ONCE(s->s_last_rx_ns, ktime_get_ns());
+	else if (wc->status != IB_WC_WR_FLUSH_ERR)
 		kxfer_session_fail(s, -EIO, ib_wc_status_msg(wc->status));
 	spin_lock_irqsave(&s->s_lock, flags);
 	list_add_tail(&cb->cb_node, &s->s_free_sends);

@@ -12,6 +12,8 @@
 #include <linux/uidgid.h>
 #include <linux/completion.h>
 #include <linux/xarray.h>
+#include <linux/wait.h>
+#include <linux/poll.h>
 #include <rdma/ib_verbs.h>
 
 #include <linux/kxfer.h>
@@ -238,6 +240,10 @@ enum {
  * @q_events: KXFER_QPE_* bits from the CM handler
  * @q_established: reached RTS; must be drained before destruction
  * @q_remote_qpn: the peer's QP number
+ * @q_post_lock: serialises posting data WRs and slot accounting
+ * @q_sq_free: send queue slots free for data WRs (s_depth at start)
+ * @q_dead: set when teardown begins; nothing is posted after it
+ * @q_backlog: job parts, in submission order, waiting for slots
  */
 struct kxfer_qp {
 	enum kxfer_cm_kind	q_kind;
@@ -248,6 +254,12 @@ struct kxfer_qp {
 	unsigned long		q_events;
 	bool			q_established;
 	u32			q_remote_qpn;
+
+	/* data path (job.c) */
+	spinlock_t		q_post_lock;	/* the four below */
+	unsigned int		q_sq_free;	/* send slots for data WRs */
+	bool			q_dead;		/* teardown began: post nothing */
+	struct list_head	q_backlog;	/* job parts waiting for slots */
 };
 
 /**
@@ -364,6 +376,7 @@ struct kxfer_session {
 	u32			s_port_num;
 	struct kxfer_qp		s_qps[KXFER_MAX_QPS];
 	unsigned int		s_nestablished;
+	u32			s_rotor;	/* next QP for a job's WRs */
 
 	/* control channel (QP 0) */
 	spinlock_t		s_lock;
@@ -380,6 +393,7 @@ struct kxfer_session {
 	bool			s_ctrl_up;
 	bool			s_sent_sync;
 	bool			s_got_sync;
+	/* last sign of life: a message in, or one of ours acknowledged */
 	u64			s_last_rx_ns;
 	u64			s_ka_sent_ns;	/* outstanding probe, or 0 */
 	u64			s_ka_last_ns;	/* last probe sent */
@@ -485,11 +499,75 @@ void kxfer_listeners_destroy_all(void);
 int kxfer_listener_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
 /* ---------------------------------------------------------------------- */
-/* chardev.c: /dev/kxfer                                                   */
+/* chardev.c, job.c: /dev/kxfer and the jobs submitted through it          */
 /* ---------------------------------------------------------------------- */
+
+extern unsigned int kxfer_max_segments;
+extern unsigned int kxfer_max_inflight;
+extern unsigned int kxfer_max_jobs_per_submit;
+extern unsigned int kxfer_stripe;
+
+/**
+ * struct kxfer_file - one open /dev/kxfer
+ * @kf_ref: the open file and every job in flight hold one
+ * @kf_pools: attachment handle -> struct kxfer_pool (one use each)
+ * @kf_peers: peer handle -> struct kxfer_session (a reference each)
+ * @kf_remotes: remote handle -> struct kxfer_rhandle
+ * @kf_lock: protects the event ring and kf_inflight; taken in CQ handlers
+ * @kf_wait: woken when an event is posted
+ * @kf_reap_mutex: one reaper at a time, so that events are taken only
+ *	once they reached user memory
+ * @kf_ring: completion events, kf_ring_size (a power of two) entries
+ * @kf_head: next event to post (free running)
+ * @kf_tail: next event to reap (free running)
+ * @kf_inflight: jobs accepted and not yet completed; with the events not
+ *	yet reaped, never more than kf_ring_size: no event is ever lost
+ */
+struct kxfer_file {
+	struct kref		kf_ref;
+	struct xarray		kf_pools;
+	struct xarray		kf_peers;
+	struct xarray		kf_remotes;
+	spinlock_t		kf_lock;	/* the ring, kf_inflight */
+	wait_queue_head_t	kf_wait;
+	struct mutex		kf_reap_mutex;	/* one reaper at a time */
+	struct kxfer_event	*kf_ring;
+	unsigned int		kf_ring_size;
+	unsigned int		kf_head;
+	unsigned int		kf_tail;
+	unsigned int		kf_inflight;
+};
+
+/**
+ * struct kxfer_rhandle - what a remote handle of a file names
+ */
+struct kxfer_rhandle {
+	struct kxfer_session	*rh_sess;	/* referenced */
+	u32			rh_peer;	/* the peer handle it came from */
+	char			rh_name[KXFER_NAME_MAX];
+	u64			rh_gen;
+	u64			rh_len;
+	u32			rh_access;
+};
 
 int kxfer_chardev_register(void);
 void kxfer_chardev_unregister(void);
+void kxfer_file_put(struct kxfer_file *kf);
+
+long kxfer_ioc_peer_lookup(struct kxfer_file *kf, void __user *uarg);
+long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg);
+long kxfer_ioc_submit(struct kxfer_file *kf, void __user *uarg);
+long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg);
+__poll_t kxfer_file_poll(struct kxfer_file *kf, struct file *filp,
+			 poll_table *wait);
+void kxfer_file_drop_handles(struct kxfer_file *kf);
+void kxfer_qp_data_init(struct kxfer_session *s, struct kxfer_qp *qp);
+void kxfer_qps_data_stop(struct kxfer_session *s);
+void kxfer_qps_data_fail(struct kxfer_session *s);
+void kxfer_session_get(struct kxfer_session *s);
+void kxfer_session_put(struct kxfer_session *s);
+struct kxfer_session *kxfer_session_find(const char *name);
+void kxfer_jobs_flush(void);
 
 /* ---------------------------------------------------------------------- */
 /* netlink.c: the "kxfer" generic netlink family                           */

@@ -9,6 +9,7 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mm.h>
+#include <linux/log2.h>
 
 #include "kxfer.h"
 
@@ -16,6 +17,24 @@ unsigned long kxfer_pool_mem_max;
 module_param_named(pool_mem_max, kxfer_pool_mem_max, ulong, 0444);
 MODULE_PARM_DESC(pool_mem_max,
 		 "Bytes all pools together may pin (default: half of RAM)");
+
+unsigned int kxfer_max_segments = 65536;
+module_param_named(max_segments, kxfer_max_segments, uint, 0444);
+MODULE_PARM_DESC(max_segments, "Segments per job (default 65536)");
+
+unsigned int kxfer_max_inflight = 1024;
+module_param_named(max_inflight, kxfer_max_inflight, uint, 0644);
+MODULE_PARM_DESC(max_inflight,
+		 "Jobs one open /dev/kxfer may have in flight, rounded up to a power of two, read at open (default 1024)");
+
+unsigned int kxfer_max_jobs_per_submit = 1024;
+module_param_named(max_jobs_per_submit, kxfer_max_jobs_per_submit, uint, 0444);
+MODULE_PARM_DESC(max_jobs_per_submit, "Jobs per SUBMIT call (default 1024)");
+
+unsigned int kxfer_stripe = 1 << 20;
+module_param_named(stripe, kxfer_stripe, uint, 0444);
+MODULE_PARM_DESC(stripe,
+		 "Largest work request, and the unit striped over QPs (default 1 MiB)");
 
 unsigned int kxfer_max_pools_per_fd = 64;
 module_param_named(max_pools_per_fd, kxfer_max_pools_per_fd, uint, 0444);
@@ -30,6 +49,12 @@ static int __init kxfer_init(void)
 		kxfer_pool_mem_max = (totalram_pages() << PAGE_SHIFT) / 2;
 	if (!kxfer_max_pools_per_fd || kxfer_max_pools_per_fd > 4096) {
 		kxfer_err("max_pools_per_fd must be in 1..4096\n");
+		return -EINVAL;
+	}
+	if (!kxfer_max_segments || kxfer_max_segments > (1U << 24) ||
+	    !kxfer_max_jobs_per_submit ||
+	    !is_power_of_2(kxfer_stripe) || kxfer_stripe < 4096) {
+		kxfer_err("bad max_segments, max_inflight, max_jobs_per_submit or stripe\n");
 		return -EINVAL;
 	}
 
@@ -65,6 +90,8 @@ static void __exit kxfer_exit(void)
 	/* No open file remains (each holds a module reference). */
 	kxfer_listeners_destroy_all();
 	kxfer_sessions_stop_all();
+	/* Jobs still referencing pools are freed by now. */
+	kxfer_jobs_flush();
 	kxfer_exports_destroy_all();
 	kxfer_pools_destroy_all();
 	kxfer_device_client_unregister();

@@ -91,9 +91,46 @@ static void kxfer_session_release(struct kref *ref)
 	kfree(s);
 }
 
-static void kxfer_session_put(struct kxfer_session *s)
+/**
+ * kxfer_session_get - take a reference to a session
+ * @s: the session
+ */
+void kxfer_session_get(struct kxfer_session *s)
+{
+	kref_get(&s->s_ref);
+}
+
+/**
+ * kxfer_session_put - drop a reference to a session
+ * @s: the session; freed with the last reference, once stopped
+ */
+void kxfer_session_put(struct kxfer_session *s)
 {
 	kref_put(&s->s_ref, kxfer_session_release);
+}
+
+/**
+ * kxfer_session_find - a session by name, referenced
+ * @name: a connecting session's name, or an accepting one's
+ *
+ * Return: the session (a connecting one if both exist), or %NULL.
+ * May sleep.
+ */
+struct kxfer_session *kxfer_session_find(const char *name)
+{
+	struct kxfer_session *s, *found = NULL;
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		if (strcmp(s->s_name, name))
+			continue;
+		if (!found || s->s_role == KXFER_PEER_CONNECTOR)
+			found = s;
+	}
+	if (found)
+		kxfer_session_get(found);
+	mutex_unlock(&kxfer_sess_mutex);
+	return found;
 }
 
 /**
@@ -135,7 +172,7 @@ static void kxfer_session_notify(struct kxfer_session *s)
  * item each, after their QP and everything else is gone; the session
  * goes on (and reconnects) meanwhile.  Unload waits for the reaper.
  */
-struct kxfer_reap {
+struct kxfer_cm_reap {
 	struct work_struct	r_work;
 	struct rdma_cm_id	*r_id;
 };
@@ -144,7 +181,7 @@ static enum kxfer_cm_kind kxfer_cm_dead = KXFER_CM_DEAD;
 
 static void kxfer_reap_work(struct work_struct *work)
 {
-	struct kxfer_reap *r = container_of(work, struct kxfer_reap, r_work);
+	struct kxfer_cm_reap *r = container_of(work, struct kxfer_cm_reap, r_work);
 
 	rdma_destroy_id(r->r_id);
 	kfree(r);
@@ -158,7 +195,7 @@ static void kxfer_reap_work(struct work_struct *work)
  */
 void kxfer_cm_id_reap(struct rdma_cm_id *id)
 {
-	struct kxfer_reap *r;
+	struct kxfer_cm_reap *r;
 
 	/* Wait out a running handler; later ones see a dead context. */
 	rdma_lock_handler(id);
@@ -266,6 +303,7 @@ static int kxfer_qp_setup(struct kxfer_session *s, struct kxfer_qp *qp)
 	ret = rdma_create_qp(id, s->s_pd, &attr);
 	if (ret)
 		return ret;
+	kxfer_qp_data_init(s, qp);
 
 	if (qp->q_index == 0)
 		return kxfer_ctrl_post_recvs(s);
@@ -314,6 +352,8 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 {
 	unsigned int i;
 
+	/* Jobs: nothing new is posted; what was posted is flushed below. */
+	kxfer_qps_data_stop(s);
 	for (i = 0; i < s->s_nqps; i++) {
 		struct kxfer_qp *qp = &s->s_qps[i];
 
@@ -326,6 +366,8 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 		if (qp->q_id && qp->q_id->qp && qp->q_established)
 			ib_drain_qp(qp->q_id->qp);
 	}
+	/* Every posted batch has completed: fail what never got posted. */
+	kxfer_qps_data_fail(s);
 	kxfer_regs_release(s);
 	for (i = 0; i < s->s_nqps; i++) {
 		struct kxfer_qp *qp = &s->s_qps[i];
@@ -608,6 +650,7 @@ static struct kxfer_session *kxfer_session_alloc(const char *name,
 						 unsigned int depth)
 {
 	struct kxfer_session *s;
+	unsigned int i;
 
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s)
@@ -628,6 +671,11 @@ static struct kxfer_session *kxfer_session_alloc(const char *name,
 	INIT_LIST_HEAD(&s->s_txq);
 	INIT_LIST_HEAD(&s->s_regs);
 	INIT_LIST_HEAD(&s->s_rexports);
+	for (i = 0; i < KXFER_MAX_QPS; i++) {
+		spin_lock_init(&s->s_qps[i].q_post_lock);
+		INIT_LIST_HEAD(&s->s_qps[i].q_backlog);
+		s->s_qps[i].q_dead = true;
+	}
 	return s;
 }
 

@@ -62,6 +62,7 @@ struct kxfer_query {
 };
 
 #define KXFER_FEAT_POOLS	(1ULL << 0)
+#define KXFER_FEAT_JOBS		(1ULL << 1)	/* WRITE and READ jobs */
 
 /**
  * struct kxfer_pool_attach - KXFER_IOC_POOL_ATTACH: attach a pool by name
@@ -97,6 +98,161 @@ struct kxfer_pool_detach {
 	__u64 reserved;
 };
 
+/**
+ * struct kxfer_peer_lookup - KXFER_IOC_PEER_LOOKUP: a session by name
+ * @name: in, the peer's name (kxferctl peer show), NUL-terminated
+ * @flags: in, must be 0
+ * @handle: out, names the peer in later calls of this file
+ * @state: out, enum kxfer_peer_state at lookup time
+ * @qps: out, QPs of the session
+ * @reserved: must be 0
+ *
+ * A handle stays valid across reconnects of the session; jobs submitted
+ * while the session is not up fail at once with -ENOTCONN.
+ */
+struct kxfer_peer_lookup {
+	char  name[KXFER_NAME_MAX];
+	__u32 flags;
+	__u32 handle;
+	__u32 state;
+	__u32 qps;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kxfer_remote_lookup - KXFER_IOC_REMOTE_LOOKUP: a remote export
+ * @peer: in, a handle from KXFER_IOC_PEER_LOOKUP
+ * @flags: in, must be 0
+ * @name: in, the export's name as the remote advertised it
+ * @handle: out, names the remote export in jobs of this file
+ * @access: out, KXFER_ACCESS_* the export grants
+ * @len: out, its length: remote offsets of jobs are in [0, len)
+ * @gen: out, its generation; a newer one (the remote re-created it, or
+ *	reconnected) makes the handle stale: jobs fail with -ESTALE
+ * @reserved: must be 0
+ */
+struct kxfer_remote_lookup {
+	__u32 peer;
+	__u32 flags;
+	char  name[KXFER_NAME_MAX];
+	__u32 handle;
+	__u32 access;
+	__u64 len;
+	__u64 gen;
+	__u64 reserved[2];
+};
+
+/* One piece of a job: bytes of the local pool to or from the remote. */
+struct kxfer_segment {
+	__u64 local_off;	/* offset in the attached pool */
+	__u64 remote_off;	/* offset in the remote export */
+	__u64 len;		/* bytes, > 0 */
+};
+
+enum kxfer_op {
+	KXFER_OP_WRITE = 1,	/* local pool -> remote export */
+	KXFER_OP_READ,		/* remote export -> local pool */
+};
+
+/* No job flag is defined yet (NOTIFY and FENCE will be): flags must be 0. */
+
+/**
+ * struct kxfer_job - one transfer between an attached pool and a remote
+ *	export of one peer (an element of KXFER_IOC_SUBMIT's array)
+ * @op: enum kxfer_op
+ * @flags: must be 0
+ * @pool: attachment handle (KXFER_IOC_POOL_ATTACH)
+ * @peer: peer handle (KXFER_IOC_PEER_LOOKUP)
+ * @remote: remote export handle (KXFER_IOC_REMOTE_LOOKUP)
+ * @nsegs: entries at @segs, 1..max_segments of KXFER_IOC_QUERY
+ * @segs: user pointer to struct kxfer_segment[@nsegs]
+ * @user_data: returned in the job's completion event
+ * @reserved: must be 0
+ */
+struct kxfer_job {
+	__u32 op;
+	__u32 flags;
+	__u32 pool;
+	__u32 peer;
+	__u32 remote;
+	__u32 nsegs;
+	__u64 segs;
+	__u64 user_data;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kxfer_submit - KXFER_IOC_SUBMIT: submit jobs
+ * @jobs: in, user pointer to struct kxfer_job[@njobs]
+ * @njobs: in, 1..max_jobs_per_submit
+ * @flags: in, must be 0
+ * @accepted: out, jobs accepted, from the first; each gets exactly one
+ *	completion event
+ * @error: out, 0 if all were accepted, else the negative errno of job
+ *	number @accepted, which was refused (nothing after it was looked
+ *	at); -EAGAIN when the file's in-flight bound is reached
+ * @reserved: must be 0
+ *
+ * Return: 0 when at least one job was accepted or @njobs jobs were;
+ * else -1 with errno = -@error.
+ */
+struct kxfer_submit {
+	__u64 jobs;
+	__u32 njobs;
+	__u32 flags;
+	__u32 accepted;
+	__s32 error;
+	__u64 reserved[2];
+};
+
+enum kxfer_event_type {
+	KXFER_EV_COMPLETION = 1,	/* a job of this file ended */
+};
+
+/**
+ * struct kxfer_event - what KXFER_IOC_REAP returns
+ * @type: enum kxfer_event_type
+ * @status: 0, or the job's negative errno
+ * @user_data: the job's
+ * @bytes: bytes transferred (the job's total on success)
+ * @wc_status: the first failed work request's ib_wc_status, for diagnosis
+ * @reserved: 0
+ */
+struct kxfer_event {
+	__u32 type;
+	__s32 status;
+	__u64 user_data;
+	__u64 bytes;
+	__u32 wc_status;
+	__u32 reserved[3];
+};
+
+#define KXFER_REAP_BUSY_POLL	(1U << 0)	/* spin instead of sleeping */
+
+/**
+ * struct kxfer_reap - KXFER_IOC_REAP: take events
+ * @events: in, user pointer to struct kxfer_event[@max]
+ * @max: in, room at @events, >= 1
+ * @min: in, wait until at least this many are ready (<= @max)
+ * @timeout_ns: in, longest wait; 0 does not wait, < 0 waits for ever
+ * @flags: in, KXFER_REAP_*
+ * @count: out, events written
+ * @reserved: must be 0
+ *
+ * Return: 0 (@count may be below @min after the timeout), or -1 with
+ * errno EINTR if a signal came first (events already taken are kept
+ * for the next call).
+ */
+struct kxfer_reap {
+	__u64 events;
+	__u32 max;
+	__u32 min;
+	__s64 timeout_ns;
+	__u32 flags;
+	__u32 count;
+	__u64 reserved[2];
+};
+
 /*
  * Every pool attached by one open file owns a window of the file's mmap
  * offset space, KXFER_MMAP_WINDOW bytes wide, at handle * window.
@@ -107,6 +263,10 @@ struct kxfer_pool_detach {
 #define KXFER_IOC_QUERY		_IOWR(KXFER_IOC_MAGIC, 0x00, struct kxfer_query)
 #define KXFER_IOC_POOL_ATTACH	_IOWR(KXFER_IOC_MAGIC, 0x01, struct kxfer_pool_attach)
 #define KXFER_IOC_POOL_DETACH	_IOW(KXFER_IOC_MAGIC, 0x02, struct kxfer_pool_detach)
+#define KXFER_IOC_PEER_LOOKUP	_IOWR(KXFER_IOC_MAGIC, 0x03, struct kxfer_peer_lookup)
+#define KXFER_IOC_REMOTE_LOOKUP	_IOWR(KXFER_IOC_MAGIC, 0x04, struct kxfer_remote_lookup)
+#define KXFER_IOC_SUBMIT	_IOWR(KXFER_IOC_MAGIC, 0x05, struct kxfer_submit)
+#define KXFER_IOC_REAP		_IOWR(KXFER_IOC_MAGIC, 0x06, struct kxfer_reap)
 
 /* ---------------------------------------------------------------------- */
 /* Generic netlink family                                                  */

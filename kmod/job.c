@@ -1,0 +1,1018 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kxfer: jobs, the data path (DESIGN §4).
+ *
+ * A job moves the bytes of an array of segments between an attached
+ * pool and a remote export of one peer, with one-sided RDMA WRITE or
+ * READ.  In order:
+ *
+ * 1. Validate everything before anything is posted (kxfer_job_prepare):
+ *    handles, op, flags, reserved fields, counts, every range inside the
+ *    pool and the export (overflow-safe), the access the op needs.
+ * 2. Plan (plan.c): merge segments contiguous on both sides, gather
+ *    remote-contiguous ones into multi-SGE work requests, split at the
+ *    stripe size, the local chunk and the remote MR boundaries.
+ * 3. Stripe the WRs over the session's QPs, each QP's share a "part" of
+ *    the job; a job whose destination ranges overlap stays on one QP, so
+ *    that its writes land in order.  Each part is cut into batches of
+ *    KXFER_JOB_BATCH WRs whose last WR alone is signaled; a part posts
+ *    its batches as one chain (one doorbell) as far as send-queue slots
+ *    allow, and waits on the QP's backlog, in submission order, for the
+ *    rest.
+ * 4. Complete: when every batch of every part has completed, post
+ *    exactly one event {user_data, status, bytes} to the submitting
+ *    file.  Unsignaled WRs point at an error sink that only records a
+ *    failure.
+ *
+ * Exactly one event per accepted job, whatever happens: a WR error
+ * fails its batch and, through the session, flushes the rest; session
+ * teardown marks the QPs dead, drains them (every posted batch
+ * completes, flushed), then fails what never got posted.  Jobs hold
+ * the file, the session and the pool, so a job outlives an early
+ * close(); its pages stay alive until the hardware is done with them.
+ */
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/llist.h>
+#include <linux/overflow.h>
+#include <linux/sched/signal.h>
+#include <linux/hrtimer.h>
+
+#include "kxfer.h"
+#include "plan.h"
+
+#define KXFER_JOB_BATCH		32
+
+struct kxfer_task;
+
+/* A run of WRs of one part, the last of which is signaled. */
+struct kxfer_job_batch {
+	struct ib_cqe		b_cqe;
+	struct kxfer_job_part	*b_part;
+	u32			b_nwr;
+};
+
+/* A job's share of one QP: WRs in plan order, posted in order. */
+struct kxfer_job_part {
+	struct list_head	p_node;		/* on q_backlog */
+	struct kxfer_task	*p_job;
+	struct kxfer_qp		*p_qp;
+	struct ib_rdma_wr	*p_wrs;
+	u32			p_nwr;
+	u32			p_posted;	/* WRs posted */
+	struct kxfer_job_batch	*p_batches;
+	u32			p_nbatches;
+	bool			p_broken;	/* a post failed: wait for teardown */
+};
+
+struct kxfer_task {
+	struct kxfer_file	*j_file;
+	struct kxfer_session	*j_sess;
+	struct kxfer_pool	*j_pool;
+	u64			j_user_data;
+	u64			j_bytes;
+	atomic_t		j_left;		/* batches not yet completed */
+	int			j_status;
+	u32			j_wc_status;
+	struct ib_cqe		j_err_cqe;	/* unsignaled WRs */
+	struct llist_node	j_free;
+	u32			j_nparts;
+	struct kxfer_job_part	j_parts[KXFER_MAX_QPS];
+	/* WRs, SGEs and batches follow in one allocation */
+};
+
+static LLIST_HEAD(kxfer_job_free_list);
+
+static void kxfer_job_free_work(struct work_struct *work)
+{
+	struct llist_node *list = llist_del_all(&kxfer_job_free_list);
+	struct kxfer_task *job, *tmp;
+
+	llist_for_each_entry_safe(job, tmp, list, j_free) {
+		kxfer_pool_put(job->j_pool);
+		kxfer_session_put(job->j_sess);
+		kxfer_file_put(job->j_file);
+		kvfree(job);
+	}
+}
+
+static DECLARE_WORK(kxfer_job_free, kxfer_job_free_work);
+
+static int kxfer_wc_errno(enum ib_wc_status st)
+{
+	switch (st) {
+	case IB_WC_WR_FLUSH_ERR:
+		return -ECONNRESET;
+	case IB_WC_REM_ACCESS_ERR:
+		return -EACCES;
+	case IB_WC_RETRY_EXC_ERR:
+	case IB_WC_RESP_TIMEOUT_ERR:
+		return -ETIMEDOUT;
+	case IB_WC_REM_INV_REQ_ERR:
+	case IB_WC_REM_OP_ERR:
+		return -EREMOTEIO;
+	default:
+		return -EIO;
+	}
+}
+
+static void kxfer_job_set_error(struct kxfer_task *job, int err, u32 wc_status)
+{
+	if (!cmpxchg(&job->j_status, 0, err))
+		WRITE_ONCE(job->j_wc_status, wc_status);
+}
+
+/* The last batch is done: tell the file, then free in process context. */
+static void kxfer_job_finish(struct kxfer_task *job)
+{
+	struct kxfer_file *kf = job->j_file;
+	struct kxfer_event *ev;
+	unsigned long flags;
+
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	ev = &kf->kf_ring[kf->kf_head++ & (kf->kf_ring_size - 1)];
+	ev->type = KXFER_EV_COMPLETION;
+	ev->status = job->j_status;
+	ev->user_data = job->j_user_data;
+	ev->bytes = job->j_status ? 0 : job->j_bytes;
+	ev->wc_status = job->j_wc_status;
+	memset(ev->reserved, 0, sizeof(ev->reserved));
+	kf->kf_inflight--;
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	wake_up_interruptible(&kf->kf_wait);
+
+	if (llist_add(&job->j_free, &kxfer_job_free_list))
+		queue_work(kxfer_wq, &kxfer_job_free);
+}
+
+static void kxfer_job_batches_done(struct kxfer_task *job, unsigned int n)
+{
+	if (n && atomic_sub_and_test(n, &job->j_left))
+		kxfer_job_finish(job);
+}
+
+/*
+ * Post as many whole batches of the part as the QP has slots for, as one
+ * chain.  Caller holds q_post_lock.  Return: true if the part is fully
+ * posted (or broken: teardown will account for it).
+ */
+static bool kxfer_part_post(struct kxfer_job_part *p)
+{
+	struct kxfer_qp *qp = p->p_qp;
+	const struct ib_send_wr *bad = NULL;
+	u32 first_batch = p->p_posted / KXFER_JOB_BATCH, b, n = 0;
+	struct ib_rdma_wr *last;
+	struct ib_send_wr *saved;
+	int ret;
+
+	lockdep_assert_held(&qp->q_post_lock);
+	if (p->p_broken)
+		return true;
+	for (b = first_batch; b < p->p_nbatches; b++) {
+		if (n + p->p_batches[b].b_nwr > qp->q_sq_free)
+			break;
+		n += p->p_batches[b].b_nwr;
+	}
+	if (!n)
+		return false;
+
+	/* Cut the chain after the last whole batch, post, restore. */
+	last = &p->p_wrs[p->p_posted + n - 1];
+	saved = last->wr.next;
+	last->wr.next = NULL;
+	ret = ib_post_send(qp->q_id->qp, &p->p_wrs[p->p_posted].wr, &bad);
+	last->wr.next = saved;
+	if (ret) {
+		u32 done = bad ? (u32)(container_of(bad, struct ib_rdma_wr, wr) -
+				       p->p_wrs) : p->p_posted;
+
+		/* Whole batches before @bad are posted and will complete. */
+		done = round_down(done, KXFER_JOB_BATCH);
+		qp->q_sq_free -= done - p->p_posted;
+		p->p_posted = done;
+		p->p_broken = true;
+		kxfer_session_fail(qp->q_sess, ret, "cannot post a work request");
+		return true;
+	}
+	qp->q_sq_free -= n;
+	p->p_posted += n;
+	return p->p_posted == p->p_nwr;
+}
+
+/* Post the backlog of a QP in order.  Caller holds q_post_lock. */
+static void kxfer_qp_kick(struct kxfer_qp *qp)
+{
+	struct kxfer_job_part *p;
+
+	while ((p = list_first_entry_or_null(&qp->q_backlog,
+					     struct kxfer_job_part, p_node))) {
+		if (!kxfer_part_post(p))
+			break;
+		if (p->p_broken)
+			break;		/* stays: teardown accounts for it */
+		list_del_init(&p->p_node);
+	}
+}
+
+static void kxfer_job_wc_batch(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kxfer_job_batch *b = container_of(wc->wr_cqe,
+						 struct kxfer_job_batch, b_cqe);
+	struct kxfer_job_part *p = b->b_part;
+	struct kxfer_task *job = p->p_job;
+	struct kxfer_qp *qp = p->p_qp;
+	unsigned long flags;
+
+	if (wc->status == IB_WC_SUCCESS) {
+		/* The peer's NIC acknowledged: the session is alive. */
+		WRITE_ONCE(qp->q_sess->s_last_rx_ns, ktime_get_ns());
+	} else {
+		kxfer_job_set_error(job, kxfer_wc_errno(wc->status), wc->status);
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			kxfer_session_fail(qp->q_sess, kxfer_wc_errno(wc->status),
+					   ib_wc_status_msg(wc->status));
+	}
+	spin_lock_irqsave(&qp->q_post_lock, flags);
+	qp->q_sq_free += b->b_nwr;
+	if (!qp->q_dead)
+		kxfer_qp_kick(qp);
+	spin_unlock_irqrestore(&qp->q_post_lock, flags);
+
+	kxfer_job_batches_done(job, 1);
+}
+
+/* Unsignaled WRs complete only on error; the batch's CQE follows. */
+static void kxfer_job_wc_error(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kxfer_task *job = container_of(wc->wr_cqe, struct kxfer_task,
+					     j_err_cqe);
+
+	kxfer_job_set_error(job, kxfer_wc_errno(wc->status), wc->status);
+	if (wc->status != IB_WC_WR_FLUSH_ERR)
+		kxfer_session_fail(job->j_sess, kxfer_wc_errno(wc->status),
+				   ib_wc_status_msg(wc->status));
+}
+
+/**
+ * kxfer_qp_data_init - make a new QP ready for data work requests
+ * @s: the session
+ * @qp: the QP, just created
+ *
+ * Caller holds s_mutex.
+ */
+void kxfer_qp_data_init(struct kxfer_session *s, struct kxfer_qp *qp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->q_post_lock, flags);
+	qp->q_sq_free = s->s_depth;
+	qp->q_dead = false;
+	spin_unlock_irqrestore(&qp->q_post_lock, flags);
+}
+
+/**
+ * kxfer_qps_data_stop - post nothing more on the session's QPs
+ * @s: the session, about to be drained
+ *
+ * Caller holds s_mutex.
+ */
+void kxfer_qps_data_stop(struct kxfer_session *s)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	for (i = 0; i < KXFER_MAX_QPS; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+
+		spin_lock_irqsave(&qp->q_post_lock, flags);
+		qp->q_dead = true;
+		spin_unlock_irqrestore(&qp->q_post_lock, flags);
+	}
+}
+
+/**
+ * kxfer_qps_data_fail - end every job part that never got posted
+ * @s: the session; its QPs are drained, so every posted batch completed
+ *
+ * Caller holds s_mutex.
+ */
+void kxfer_qps_data_fail(struct kxfer_session *s)
+{
+	struct kxfer_job_part *p, *tmp;
+	unsigned long flags;
+	unsigned int i;
+	LIST_HEAD(dead);
+
+	for (i = 0; i < KXFER_MAX_QPS; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+
+		spin_lock_irqsave(&qp->q_post_lock, flags);
+		list_splice_tail_init(&qp->q_backlog, &dead);
+		spin_unlock_irqrestore(&qp->q_post_lock, flags);
+	}
+	list_for_each_entry_safe(p, tmp, &dead, p_node) {
+		u32 posted = DIV_ROUND_UP(p->p_posted, KXFER_JOB_BATCH);
+
+		list_del_init(&p->p_node);
+		kxfer_job_set_error(p->p_job, -ECONNRESET, IB_WC_WR_FLUSH_ERR);
+		kxfer_job_batches_done(p->p_job, p->p_nbatches - posted);
+	}
+}
+
+/* Hand the job's parts to their QPs; from here it completes by itself. */
+static void kxfer_job_start(struct kxfer_task *job)
+{
+	unsigned long flags;
+	bool dead;
+	u32 i;
+
+	for (i = 0; i < job->j_nparts; i++) {
+		struct kxfer_job_part *p = &job->j_parts[i];
+		struct kxfer_qp *qp = p->p_qp;
+
+		/* A part without WRs has no batches to wait for. */
+		if (!p->p_nwr)
+			continue;
+		spin_lock_irqsave(&qp->q_post_lock, flags);
+		dead = qp->q_dead;
+		/* Behind older parts, or not all posted: wait in order. */
+		if (!dead && (!list_empty(&qp->q_backlog) ||
+			      !kxfer_part_post(p) || p->p_broken))
+			list_add_tail(&p->p_node, &qp->q_backlog);
+		spin_unlock_irqrestore(&qp->q_post_lock, flags);
+		/*
+		 * The session is going or gone: nothing of this part was
+		 * posted, and teardown may have swept the backlog already.
+		 */
+		if (dead) {
+			kxfer_job_set_error(job, -ENOTCONN, IB_WC_WR_FLUSH_ERR);
+			kxfer_job_batches_done(job, p->p_nbatches);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Building a job                                                          */
+/* ---------------------------------------------------------------------- */
+
+struct kxfer_plan_ctx {
+	struct kxfer_pool	*pool;
+	struct kxfer_rexport	*rx;
+	bool			gap;	/* a remote offset outside every MR */
+};
+
+static u64 kxfer_local_run(void *ctx, u64 off)
+{
+	struct kxfer_plan_ctx *c = ctx;
+	const struct kxfer_chunk *ch = kxfer_pool_chunk_at(c->pool, off);
+
+	return ch->kc_off + (PAGE_SIZE << ch->kc_order) - off;
+}
+
+static const struct kxfer_rmr *kxfer_rmr_at(const struct kxfer_rexport *rx,
+					    u64 off)
+{
+	unsigned int lo = 0, hi = rx->rx_nmrs;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+		const struct kxfer_rmr *m = &rx->rx_mrs[mid];
+
+		if (off < m->rm_off)
+			hi = mid;
+		else if (off - m->rm_off >= m->rm_len)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
+static u64 kxfer_remote_run(void *ctx, u64 off)
+{
+	struct kxfer_plan_ctx *c = ctx;
+	const struct kxfer_rmr *m = kxfer_rmr_at(c->rx, off);
+
+	if (!m) {
+		/* A hole in the advertised MR table: the planner stops. */
+		c->gap = true;
+		return 0;
+	}
+	return m->rm_off + m->rm_len - off;
+}
+
+static const u64 *kxfer_pool_dma(struct kxfer_pool *pool,
+				 struct kxfer_device *kd)
+{
+	struct kxfer_pool_map *pm;
+	const u64 *dma = NULL;
+
+	kxfer_pool_map_device(pool, kd);
+	mutex_lock(&pool->kp_map_lock);
+	list_for_each_entry(pm, &pool->kp_maps, pm_node)
+		if (pm->pm_dev == kd)
+			dma = pm->pm_dma;
+	mutex_unlock(&pool->kp_map_lock);
+	/*
+	 * The mapping lives until the device goes, and the device removal
+	 * ends every session on it (so this job) first.
+	 */
+	return dma;
+}
+
+static struct kxfer_rexport *kxfer_rexport_find(struct kxfer_session *s,
+						const char *name)
+{
+	struct kxfer_rexport *rx;
+
+	lockdep_assert_held(&s->s_mutex);
+	list_for_each_entry(rx, &s->s_rexports, rx_node)
+		if (!strcmp(rx->rx_name, name) && rx->rx_have == rx->rx_nmrs)
+			return rx;
+	return NULL;
+}
+
+static bool kxfer_zero(const void *p, size_t len)
+{
+	return !memchr_inv(p, 0, len);
+}
+
+/*
+ * Validate one job, build its work requests and start it.  The start
+ * happens under s_mutex, so that the session cannot be torn down and
+ * reconnected (new PD, new remote keys) between building and posting.
+ * Return: 0, or the refusal's errno; then nothing was posted.
+ */
+static int kxfer_job_submit_one(struct kxfer_file *kf,
+				const struct kxfer_job *uj)
+{
+	struct kxfer_plan_ctx pctx = {};
+	struct kxfer_plan plan = {};
+	struct kxfer_plan_seg *segs;
+	struct kxfer_plan_range *scratch = NULL;
+	struct kxfer_rhandle *rh;
+	struct kxfer_session *s;
+	struct kxfer_pool *pool;
+	struct kxfer_task *job = NULL;
+	u32 i, nq, rotor, counts[KXFER_MAX_QPS] = {}, fill[KXFER_MAX_QPS] = {};
+	struct ib_rdma_wr *wrs;
+	struct ib_sge *sges;
+	struct kxfer_job_batch *batches;
+	const u64 *dma;
+	u64 total = 0;
+	size_t size;
+	int ret;
+
+	if (uj->op != KXFER_OP_WRITE && uj->op != KXFER_OP_READ)
+		return -EINVAL;
+	if (uj->flags || !kxfer_zero(uj->reserved, sizeof(uj->reserved)))
+		return -EINVAL;
+	if (!uj->nsegs || uj->nsegs > kxfer_max_segments)
+		return -EINVAL;
+
+	segs = kvmalloc_array(uj->nsegs, sizeof(*segs), GFP_KERNEL);
+	if (!segs)
+		return -ENOMEM;
+	/* struct kxfer_segment and struct kxfer_plan_seg share one layout */
+	BUILD_BUG_ON(sizeof(struct kxfer_segment) != sizeof(*segs));
+	if (copy_from_user(segs, u64_to_user_ptr(uj->segs),
+			   (size_t)uj->nsegs * sizeof(*segs))) {
+		ret = -EFAULT;
+		goto out_segs;
+	}
+
+	/* Handles: each lookup takes its own reference. */
+	xa_lock(&kf->kf_pools);
+	pool = uj->pool ? xa_load(&kf->kf_pools, uj->pool) : NULL;
+	if (pool)
+		kref_get(&pool->kp_ref);
+	xa_unlock(&kf->kf_pools);
+	if (!pool) {
+		ret = -ENOENT;
+		goto out_segs;
+	}
+	xa_lock(&kf->kf_peers);
+	s = uj->peer ? xa_load(&kf->kf_peers, uj->peer) : NULL;
+	if (s)
+		kxfer_session_get(s);
+	xa_unlock(&kf->kf_peers);
+	if (!s) {
+		ret = -ENOENT;
+		goto out_pool;
+	}
+
+	mutex_lock(&s->s_mutex);
+	xa_lock(&kf->kf_remotes);
+	rh = uj->remote ? xa_load(&kf->kf_remotes, uj->remote) : NULL;
+	ret = !rh ? -ENOENT : (rh->rh_sess != s ? -EINVAL : 0);
+	xa_unlock(&kf->kf_remotes);
+	if (ret)
+		goto out_unlock;
+	/* Handles go only at release(), which no ioctl can overlap. */
+	ret = -ENOTCONN;
+	if (s->s_state != KXFER_PEER_UP)
+		goto out_unlock;
+	pctx.rx = kxfer_rexport_find(s, rh->rh_name);
+	ret = -ESTALE;
+	if (!pctx.rx || pctx.rx->rx_gen != rh->rh_gen)
+		goto out_unlock;
+	ret = -EACCES;
+	if (!(pctx.rx->rx_access & (uj->op == KXFER_OP_WRITE ?
+				    KXFER_ACCESS_WRITE : KXFER_ACCESS_READ)))
+		goto out_unlock;
+
+	for (i = 0; i < uj->nsegs; i++) {
+		u64 lend, rend;
+
+		if (!segs[i].len) {
+			ret = -EINVAL;
+			goto out_unlock;
+		}
+		if (check_add_overflow(segs[i].local_off, segs[i].len, &lend) ||
+		    lend > pool->kp_size ||
+		    check_add_overflow(segs[i].remote_off, segs[i].len, &rend) ||
+		    rend > pctx.rx->rx_len ||
+		    check_add_overflow(total, segs[i].len, &total)) {
+			ret = -ERANGE;
+			goto out_unlock;
+		}
+	}
+
+	dma = kxfer_pool_dma(pool, s->s_dev);
+	ret = -ENOMEM;
+	if (!dma)
+		goto out_unlock;
+
+	pctx.pool = pool;
+	/* The QPs were made with min(max_send_sge, 32); READs need max_sge_rd. */
+	plan.max_sge = min_t(u32, s->s_dev->kd_ibdev->attrs.max_send_sge, 32);
+	if (uj->op == KXFER_OP_READ)
+		plan.max_sge = min_t(u32, plan.max_sge,
+				     s->s_dev->kd_ibdev->attrs.max_sge_rd);
+	plan.max_sge = max_t(u32, plan.max_sge, 1);
+	plan.stripe = kxfer_stripe;
+	plan.local_run = kxfer_local_run;
+	plan.remote_run = kxfer_remote_run;
+	plan.ctx = &pctx;
+	ret = kxfer_plan_count(&plan, segs, uj->nsegs);
+	if (pctx.gap)
+		ret = -ERANGE;
+	if (ret)
+		goto out_unlock;
+
+	/* Striped over the QPs unless the destinations overlap. */
+	nq = s->s_nqps;
+	/* Exact when it says no (ascending jobs); else sort to be sure. */
+	if (nq > 1 && kxfer_plan_overlap(segs, uj->nsegs,
+					 uj->op == KXFER_OP_READ, NULL)) {
+		scratch = kvmalloc_array(uj->nsegs, sizeof(*scratch),
+					 GFP_KERNEL);
+		if (!scratch) {
+			ret = -ENOMEM;
+			goto out_unlock;
+		}
+		if (kxfer_plan_overlap(segs, uj->nsegs,
+				       uj->op == KXFER_OP_READ, scratch))
+			nq = 1;
+		kvfree(scratch);
+	}
+
+	size = sizeof(*job);
+	size += (size_t)plan.nwr * sizeof(*wrs);
+	size += (size_t)plan.nsge * sizeof(*sges);
+	size += (size_t)(DIV_ROUND_UP(plan.nwr, KXFER_JOB_BATCH) + nq) *
+		sizeof(*batches);
+	size += (size_t)plan.nwr * sizeof(struct kxfer_plan_wr);
+	size += (size_t)plan.nsge * sizeof(struct kxfer_plan_sge);
+	job = kvzalloc(size, GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!job)
+		goto out_unlock;
+	wrs = (void *)(job + 1);
+	sges = (void *)(wrs + plan.nwr);
+	batches = (void *)(sges + plan.nsge);
+	plan.wrs = (void *)(batches + DIV_ROUND_UP(plan.nwr, KXFER_JOB_BATCH) +
+			    nq);
+	plan.wr_cap = plan.nwr;
+	plan.sges = (void *)(plan.wrs + plan.nwr);
+	plan.sge_cap = plan.nsge;
+	memset(&plan.pos, 0, sizeof(plan.pos));
+	ret = kxfer_plan_build(&plan, segs, uj->nsegs);
+	if (ret || pctx.gap) {
+		ret = ret ?: -ERANGE;
+		goto out_job;
+	}
+
+	/* Round-robin WRs over the QPs, starting where the last job left. */
+	rotor = s->s_rotor;
+	s->s_rotor += plan.nwr;
+	for (i = 0; i < plan.nwr; i++)
+		counts[(rotor + i) % nq]++;
+	for (i = 0; i < nq; i++) {
+		struct kxfer_job_part *p = &job->j_parts[i];
+
+		p->p_wrs = wrs;
+		p->p_nwr = counts[i];
+		wrs += counts[i];
+		p->p_job = job;
+		p->p_qp = &s->s_qps[i];
+		INIT_LIST_HEAD(&p->p_node);
+	}
+	for (i = 0; i < plan.nwr; i++) {
+		const struct kxfer_plan_wr *pw = &plan.wrs[i];
+		u32 q = (rotor + i) % nq, k;
+		struct kxfer_job_part *p = &job->j_parts[q];
+		struct ib_rdma_wr *wr = &p->p_wrs[fill[q]];
+		const struct kxfer_rmr *m = kxfer_rmr_at(pctx.rx,
+							 pw->remote_off);
+
+		for (k = 0; k < pw->nsge; k++) {
+			const struct kxfer_plan_sge *ps =
+				&plan.sges[pw->first_sge + k];
+			const struct kxfer_chunk *c =
+				kxfer_pool_chunk_at(pool, ps->local_off);
+
+			sges[pw->first_sge + k].addr =
+				dma[c - pool->kp_chunks] +
+				(ps->local_off - c->kc_off);
+			sges[pw->first_sge + k].length = ps->len;
+			sges[pw->first_sge + k].lkey = s->s_pd->local_dma_lkey;
+		}
+		wr->wr.opcode = uj->op == KXFER_OP_WRITE ? IB_WR_RDMA_WRITE :
+							    IB_WR_RDMA_READ;
+		wr->wr.sg_list = &sges[pw->first_sge];
+		wr->wr.num_sge = pw->nsge;
+		wr->wr.wr_cqe = &job->j_err_cqe;
+		wr->remote_addr = m->rm_iova + (pw->remote_off - m->rm_off);
+		wr->rkey = m->rm_rkey;
+		fill[q]++;
+	}
+
+	/* Batches: the last WR of each is signaled with the batch's CQE. */
+	job->j_err_cqe.done = kxfer_job_wc_error;
+	for (i = 0; i < nq; i++) {
+		struct kxfer_job_part *p = &job->j_parts[i];
+		u32 w;
+
+		p->p_batches = batches;
+		p->p_nbatches = DIV_ROUND_UP(p->p_nwr, KXFER_JOB_BATCH);
+		batches += p->p_nbatches;
+		for (w = 0; w < p->p_nwr; w++) {
+			struct kxfer_job_batch *b =
+				&p->p_batches[w / KXFER_JOB_BATCH];
+
+			b->b_nwr++;
+			if (w + 1 < p->p_nwr)
+				p->p_wrs[w].wr.next = &p->p_wrs[w + 1].wr;
+			if (w + 1 == p->p_nwr || (w + 1) % KXFER_JOB_BATCH == 0) {
+				b->b_cqe.done = kxfer_job_wc_batch;
+				b->b_part = p;
+				p->p_wrs[w].wr.wr_cqe = &b->b_cqe;
+				p->p_wrs[w].wr.send_flags = IB_SEND_SIGNALED;
+			}
+		}
+		atomic_add(p->p_nbatches, &job->j_left);
+	}
+	job->j_nparts = nq;
+	job->j_user_data = uj->user_data;
+	job->j_bytes = total;
+	job->j_sess = s;
+	job->j_pool = pool;
+	kref_get(&kf->kf_ref);
+	job->j_file = kf;
+	kxfer_job_start(job);
+	mutex_unlock(&s->s_mutex);
+	kvfree(segs);
+	return 0;
+
+out_job:
+	kvfree(job);
+out_unlock:
+	mutex_unlock(&s->s_mutex);
+	kxfer_session_put(s);
+out_pool:
+	kxfer_pool_put(pool);
+out_segs:
+	kvfree(segs);
+	return ret;
+}
+
+/**
+ * kxfer_ioc_submit - KXFER_IOC_SUBMIT
+ * @kf: the file
+ * @uarg: struct kxfer_submit in user memory
+ *
+ * Return: 0 if at least one job (or every job) was accepted, else the
+ * first refusal's negative errno.  May sleep.
+ */
+long kxfer_ioc_submit(struct kxfer_file *kf, void __user *uarg)
+{
+	struct kxfer_submit sub;
+	int err = 0;
+	u32 i;
+
+	if (copy_from_user(&sub, uarg, sizeof(sub)))
+		return -EFAULT;
+	i = 0;
+	if (sub.flags || !kxfer_zero(sub.reserved, sizeof(sub.reserved)) ||
+	    !sub.njobs || sub.njobs > kxfer_max_jobs_per_submit)
+		err = -EINVAL;
+
+	for (; !err && i < sub.njobs; i++) {
+		struct kxfer_job uj;
+		unsigned long flags;
+
+		if (copy_from_user(&uj, u64_to_user_ptr(sub.jobs) +
+				   (size_t)i * sizeof(uj), sizeof(uj))) {
+			err = -EFAULT;
+			break;
+		}
+		/* Room for its event, whatever happens to it. */
+		spin_lock_irqsave(&kf->kf_lock, flags);
+		if (kf->kf_inflight + (kf->kf_head - kf->kf_tail) >=
+		    kf->kf_ring_size)
+			err = -EAGAIN;
+		else
+			kf->kf_inflight++;
+		spin_unlock_irqrestore(&kf->kf_lock, flags);
+		if (err)
+			break;
+
+		err = kxfer_job_submit_one(kf, &uj);
+		if (err) {
+			spin_lock_irqsave(&kf->kf_lock, flags);
+			kf->kf_inflight--;
+			spin_unlock_irqrestore(&kf->kf_lock, flags);
+			break;
+		}
+	}
+
+	sub.accepted = i;
+	sub.error = err;
+	if (copy_to_user(uarg, &sub, sizeof(sub)))
+		return i ? 0 : -EFAULT;	/* accepted jobs will still complete */
+	return i ? 0 : err;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Events                                                                  */
+/* ---------------------------------------------------------------------- */
+
+static unsigned int kxfer_events_ready(struct kxfer_file *kf)
+{
+	return READ_ONCE(kf->kf_head) - READ_ONCE(kf->kf_tail);
+}
+
+/**
+ * kxfer_ioc_reap - KXFER_IOC_REAP
+ * @kf: the file
+ * @uarg: struct kxfer_reap in user memory
+ *
+ * Return: 0, or a negative errno (%-EINTR if a signal came before @min
+ * events; events already copied out are kept and reported in @count).
+ * May sleep.
+ */
+long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
+{
+	struct kxfer_event __user *uev;
+	struct kxfer_reap r;
+	ktime_t deadline;
+	long ret = 0;
+
+	if (copy_from_user(&r, uarg, sizeof(r)))
+		return -EFAULT;
+	if ((r.flags & ~KXFER_REAP_BUSY_POLL) ||
+	    !kxfer_zero(r.reserved, sizeof(r.reserved)))
+		return -EINVAL;
+	if (!r.max || r.min > r.max)
+		return -EINVAL;
+	uev = u64_to_user_ptr(r.events);
+	deadline = ktime_add_ns(ktime_get(), r.timeout_ns > 0 ? r.timeout_ns : 0);
+
+	/* Wait for @min events, or the timeout, or a signal. */
+	while (kxfer_events_ready(kf) < r.min && r.timeout_ns) {
+		if (r.flags & KXFER_REAP_BUSY_POLL) {
+			if (signal_pending(current)) {
+				ret = -EINTR;
+				break;
+			}
+			if (r.timeout_ns > 0 && ktime_after(ktime_get(), deadline))
+				break;
+			cond_resched();
+			continue;
+		}
+		if (r.timeout_ns < 0) {
+			ret = wait_event_interruptible(kf->kf_wait,
+						       kxfer_events_ready(kf) >= r.min);
+			if (ret)
+				ret = -EINTR;
+		} else {
+			ktime_t left = ktime_sub(deadline, ktime_get());
+
+			if (ktime_to_ns(left) <= 0)
+				break;
+			ret = wait_event_interruptible_hrtimeout(kf->kf_wait,
+								 kxfer_events_ready(kf) >= r.min,
+								 left);
+			if (ret == -ETIME)
+				ret = 0;
+			else if (ret)
+				ret = -EINTR;
+		}
+		if (ret)
+			break;
+	}
+
+	/* Copy out, then consume: an event is taken once it reached the user. */
+	mutex_lock(&kf->kf_reap_mutex);
+	r.count = 0;
+	while (r.count < r.max) {
+		unsigned int tail = READ_ONCE(kf->kf_tail);
+		struct kxfer_event ev;
+		unsigned long flags;
+
+		spin_lock_irqsave(&kf->kf_lock, flags);
+		if (kf->kf_head == tail) {
+			spin_unlock_irqrestore(&kf->kf_lock, flags);
+			break;
+		}
+		ev = kf->kf_ring[tail & (kf->kf_ring_size - 1)];
+		spin_unlock_irqrestore(&kf->kf_lock, flags);
+		if (copy_to_user(&uev[r.count], &ev, sizeof(ev))) {
+			ret = r.count ? ret : -EFAULT;
+			break;
+		}
+		spin_lock_irqsave(&kf->kf_lock, flags);
+		kf->kf_tail = tail + 1;
+		spin_unlock_irqrestore(&kf->kf_lock, flags);
+		r.count++;
+	}
+	mutex_unlock(&kf->kf_reap_mutex);
+
+	if (r.count && ret == -EINTR)
+		ret = 0;
+	if (copy_to_user(uarg, &r, sizeof(r)))
+		return -EFAULT;
+	return ret;
+}
+
+/**
+ * kxfer_file_poll - POLLIN when events are ready
+ * @kf: the file's context
+ * @filp: the file
+ * @wait: poll table
+ *
+ * Return: the poll mask.
+ */
+__poll_t kxfer_file_poll(struct kxfer_file *kf, struct file *filp,
+			 poll_table *wait)
+{
+	poll_wait(filp, &kf->kf_wait, wait);
+	return kxfer_events_ready(kf) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Lookups                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * kxfer_ioc_peer_lookup - KXFER_IOC_PEER_LOOKUP
+ * @kf: the file
+ * @uarg: struct kxfer_peer_lookup in user memory
+ *
+ * Return: 0, %-EINVAL, %-EFAULT, %-ENOENT, %-EMFILE.  May sleep.
+ */
+long kxfer_ioc_peer_lookup(struct kxfer_file *kf, void __user *uarg)
+{
+	struct kxfer_peer_lookup pl;
+	struct kxfer_session *s;
+	u32 handle;
+	int ret;
+
+	if (copy_from_user(&pl, uarg, sizeof(pl)))
+		return -EFAULT;
+	if (pl.flags || !kxfer_zero(pl.reserved, sizeof(pl.reserved)) ||
+	    !pl.name[0] || !memchr(pl.name, '\0', sizeof(pl.name)))
+		return -EINVAL;
+	s = kxfer_session_find(pl.name);
+	if (!s)
+		return -ENOENT;
+	ret = xa_alloc(&kf->kf_peers, &handle, s, XA_LIMIT(1, 4096),
+		       GFP_KERNEL);
+	if (ret) {
+		kxfer_session_put(s);
+		return ret == -EBUSY ? -EMFILE : ret;
+	}
+	pl.handle = handle;
+	pl.state = READ_ONCE(s->s_state);
+	pl.qps = s->s_nqps;
+	if (copy_to_user(uarg, &pl, sizeof(pl))) {
+		if (xa_erase(&kf->kf_peers, handle) == s)
+			kxfer_session_put(s);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+/**
+ * kxfer_ioc_remote_lookup - KXFER_IOC_REMOTE_LOOKUP
+ * @kf: the file
+ * @uarg: struct kxfer_remote_lookup in user memory
+ *
+ * Return: 0, %-EINVAL, %-EFAULT, %-ENOENT (no such peer handle or export),
+ * %-EMFILE.  May sleep.
+ */
+long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg)
+{
+	struct kxfer_remote_lookup rl;
+	struct kxfer_rhandle *rh;
+	struct kxfer_rexport *rx;
+	struct kxfer_session *s;
+	u32 handle;
+	int ret;
+
+	if (copy_from_user(&rl, uarg, sizeof(rl)))
+		return -EFAULT;
+	if (rl.flags || !kxfer_zero(rl.reserved, sizeof(rl.reserved)) ||
+	    !rl.name[0] || !memchr(rl.name, '\0', sizeof(rl.name)))
+		return -EINVAL;
+	xa_lock(&kf->kf_peers);
+	s = rl.peer ? xa_load(&kf->kf_peers, rl.peer) : NULL;
+	if (s)
+		kxfer_session_get(s);
+	xa_unlock(&kf->kf_peers);
+	if (!s)
+		return -ENOENT;
+
+	rh = kzalloc(sizeof(*rh), GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!rh)
+		goto out_put;
+	mutex_lock(&s->s_mutex);
+	rx = kxfer_rexport_find(s, rl.name);
+	if (rx) {
+		rh->rh_gen = rx->rx_gen;
+		rh->rh_len = rx->rx_len;
+		rh->rh_access = rx->rx_access;
+	}
+	mutex_unlock(&s->s_mutex);
+	ret = -ENOENT;
+	if (!rx)
+		goto out_free;
+	rh->rh_sess = s;
+	rh->rh_peer = rl.peer;
+	strscpy(rh->rh_name, rl.name, sizeof(rh->rh_name));
+	ret = xa_alloc(&kf->kf_remotes, &handle, rh, XA_LIMIT(1, 65536),
+		       GFP_KERNEL);
+	if (ret) {
+		ret = ret == -EBUSY ? -EMFILE : ret;
+		goto out_free;
+	}
+	rl.handle = handle;
+	rl.access = rh->rh_access;
+	rl.len = rh->rh_len;
+	rl.gen = rh->rh_gen;
+	if (copy_to_user(uarg, &rl, sizeof(rl))) {
+		if (xa_erase(&kf->kf_remotes, handle) == rh) {
+			kfree(rh);
+			kxfer_session_put(s);
+		}
+		return -EFAULT;
+	}
+	return 0;
+
+out_free:
+	kfree(rh);
+out_put:
+	kxfer_session_put(s);
+	return ret;
+}
+
+/**
+ * kxfer_file_drop_handles - release the peer and remote handles (close)
+ * @kf: the file
+ */
+void kxfer_file_drop_handles(struct kxfer_file *kf)
+{
+	struct kxfer_rhandle *rh;
+	struct kxfer_session *s;
+	unsigned long h;
+
+	xa_for_each(&kf->kf_remotes, h, rh) {
+		xa_erase(&kf->kf_remotes, h);
+		kxfer_session_put(rh->rh_sess);
+		kfree(rh);
+	}
+	xa_for_each(&kf->kf_peers, h, s) {
+		xa_erase(&kf->kf_peers, h);
+		kxfer_session_put(s);
+	}
+}
+
+/**
+ * kxfer_jobs_flush - wait until every finished job is freed (unload)
+ */
+void kxfer_jobs_flush(void)
+{
+	flush_work(&kxfer_job_free);
+}
