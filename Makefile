@@ -4,7 +4,8 @@
 #
 #   make              build kmod/kxfer.ko, tools and selftests
 #   make KVER=6.12    build the module against the Debian 6.12 headers
-#   make check        install what is missing, build, run every test
+#   make check        install what is missing, build, run every test (guests
+#                     on Debian 6.1 and 6.12; KXFER_KVERS=6.1 for one)
 #   make deps         install the Debian packages the project needs
 #
 # KDIR defaults to the running kernel's build tree when it exists, else
@@ -41,7 +42,7 @@ module:
 # The module for each guest kernel the tests boot ($(KXFER_KVERS)), built
 # out of a copy of the sources so that builds for two kernels do not
 # share objects: build/modules/<release>/kxfer.ko.
-KXFER_KVERS ?= 6.1
+KXFER_KVERS ?= 6.1 6.12
 guest-modules:
 	@set -e; for series in $(KXFER_KVERS); do \
 		rel=$$(basename $$(ls -d /usr/src/linux-headers-$$series.*-amd64 | head -n 1)); \
@@ -57,6 +58,7 @@ guest-modules:
 
 tools:
 	$(MAKE) -C $(TOP)/tools/kxferctl
+	$(MAKE) -C $(TOP)/tools/libkxfer
 
 selftests:
 	@if [ -f $(TOP)/selftests/Makefile ]; then $(MAKE) -C $(TOP)/selftests; fi
@@ -64,6 +66,7 @@ selftests:
 clean:
 	$(MAKE) -C $(KDIR) M=$(TOP) clean
 	$(MAKE) -C $(TOP)/tools/kxferctl clean
+	$(MAKE) -C $(TOP)/tools/libkxfer clean
 	@if [ -f $(TOP)/selftests/Makefile ]; then $(MAKE) -C $(TOP)/selftests clean; fi
 
 deps:
@@ -74,4 +77,4 @@ check: deps
 	KXFER_KVERS="$(KXFER_KVERS)" bash $(TOP)/selftests/run-suite
 
 help:
-	@sed -n '3,12p' $(TOP)/Makefile
+	@sed -n '3,13p' $(TOP)/Makefile

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * libkxfer: the userspace side of /dev/kxfer, the kxfer data plane.
+ *
+ * A service opens the device once, attaches and maps the pools it works
+ * on, looks up its peers and their remote exports by name, and then
+ * submits transfer jobs and reaps their completions:
+ *
+ *	struct kxfer *kx;
+ *	struct kxfer_pool_map pool;
+ *	struct kxfer_remote_lookup rx;
+ *	struct kxfer_segment seg = { .local_off = 0, .remote_off = 4096,
+ *				     .len = 8192 };
+ *	struct kxfer_job job;
+ *	struct kxfer_event ev;
+ *	uint32_t peer;
+ *
+ *	kxfer_open(&kx);
+ *	kxfer_pool_attach(kx, "kv", &pool);	   (pool.base is the pool)
+ *	kxfer_peer_lookup(kx, "decode0", &peer, NULL);
+ *	kxfer_remote_lookup(kx, peer, "kv", &rx);
+ *	kxfer_job_write(&job, pool.handle, peer, rx.handle, &seg, 1, 42);
+ *	kxfer_submit(kx, &job, 1, NULL);
+ *	kxfer_reap(kx, &ev, 1, 1, -1, 0);	   (ev.user_data == 42)
+ *
+ * Conventions:
+ *  - Every function that can fail returns a negative errno value
+ *    (-ENOENT, ...) and never relies on, nor promises anything about,
+ *    the global errno.
+ *  - kxfer_submit() and kxfer_reap() neither allocate nor lock: each is
+ *    one ioctl (kxfer_submit() more than one only to split a batch
+ *    larger than the module's max_jobs_per_submit).
+ *  - A struct kxfer may be shared by threads: everything but
+ *    kxfer_close() may be called concurrently.  The kernel serialises
+ *    what needs to be.
+ *  - Segment arrays are read by the kernel during KXFER_IOC_SUBMIT; the
+ *    memory may be reused once kxfer_submit() returns.
+ *
+ * The structures of the kernel API (struct kxfer_job, kxfer_segment,
+ * kxfer_event, kxfer_query, kxfer_remote_lookup) are used as they are,
+ * from <linux/kxfer.h>.
+ */
+#ifndef LIBKXFER_KXFER_H
+#define LIBKXFER_KXFER_H
+
+#include <stdint.h>
+#include <string.h>
+#include <linux/kxfer.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An open /dev/kxfer: a context owning its attachments and its jobs. */
+struct kxfer;
+
+/**
+ * struct kxfer_pool_map - a pool attached and mapped by kxfer_pool_attach()
+ * @handle: the attachment handle: struct kxfer_job.pool
+ * @size: the pool's size in bytes; segment local offsets are in [0, size)
+ * @base: the whole pool, mapped shared read-write; local offset o is
+ *	at (char *)base + o
+ */
+struct kxfer_pool_map {
+	uint32_t handle;
+	uint64_t size;
+	void *base;
+};
+
+/**
+ * kxfer_open() - open /dev/kxfer and read the module's limits
+ * @kx: out, the new context
+ *
+ * Opens the device O_RDWR | O_CLOEXEC and runs KXFER_IOC_QUERY once;
+ * the answer is kept (see kxfer_limits()).
+ *
+ * Return: 0; -ENOENT if there is no /dev/kxfer (module not loaded),
+ * -EACCES if its mode forbids, -EPROTONOSUPPORT if the module's API
+ * version is older than the one this library was built against, -ENOMEM,
+ * or another open(2) or ioctl(2) error.
+ */
+int kxfer_open(struct kxfer **kx);
+
+/**
+ * kxfer_close() - close a context
+ * @kx: from kxfer_open(), or NULL
+ *
+ * The kernel detaches the context's pools and completes or flushes its
+ * jobs in flight; their events are lost.  Pool mappings are not
+ * touched: a mapping stays valid until unmapped (kxfer_pool_detach()
+ * before kxfer_close() does both).
+ */
+void kxfer_close(struct kxfer *kx);
+
+/**
+ * kxfer_limits() - the module's API version and limits
+ * @kx: the context
+ *
+ * Return: the KXFER_IOC_QUERY answer read by kxfer_open(); its
+ * pool_mem_used is a snapshot of that moment.  A limit the module does
+ * not report is 0.
+ */
+const struct kxfer_query *kxfer_limits(struct kxfer *kx);
+
+/**
+ * kxfer_fd() - the context's file descriptor
+ * @kx: the context
+ *
+ * For poll(2) and epoll: POLLIN means events are ready for kxfer_reap().
+ * Do not close it.
+ *
+ * Return: the descriptor.
+ */
+int kxfer_fd(struct kxfer *kx);
+
+/**
+ * kxfer_pool_attach() - attach a pool by name and map it
+ * @kx: the context
+ * @name: the pool's name, 1..KXFER_NAME_MAX - 1 characters
+ * @out: out, handle, size and mapping
+ *
+ * KXFER_IOC_POOL_ATTACH, then mmap(2) of the whole pool, PROT_READ |
+ * PROT_WRITE, MAP_SHARED.  If the mapping fails the pool is detached
+ * again.
+ *
+ * Return: 0; -EINVAL (empty name), -ENAMETOOLONG, -ENOENT (no such pool),
+ * -EACCES (its owner, group and mode refuse the caller), -EMFILE (the
+ * context has max_pools_per_fd attached), -EOVERFLOW (does not fit the
+ * address space), or an mmap(2) error.
+ */
+int kxfer_pool_attach(struct kxfer *kx, const char *name,
+		      struct kxfer_pool_map *out);
+
+/**
+ * kxfer_pool_detach() - unmap and detach a pool
+ * @kx: the context
+ * @map: from kxfer_pool_attach(); zeroed on success
+ *
+ * Jobs in flight on the pool keep it alive in the kernel until they
+ * complete, but their handle is gone: submit nothing more on it.
+ *
+ * Return: 0, or the first error of munmap(2) and KXFER_IOC_POOL_DETACH
+ * (-ENOENT: not attached by this context).
+ */
+int kxfer_pool_detach(struct kxfer *kx, struct kxfer_pool_map *map);
+
+/**
+ * kxfer_peer_lookup() - find a peer session by name
+ * @kx: the context
+ * @name: the peer's name (kxferctl peer show)
+ * @handle: out, the peer handle: struct kxfer_job.peer
+ * @state: out, enum kxfer_peer_state at lookup time; may be NULL
+ *
+ * The handle stays valid across reconnects; jobs submitted while the
+ * session is not up fail with -ENOTCONN.  Each call makes a new handle.
+ *
+ * Return: 0; -EINVAL, -ENAMETOOLONG, -ENOENT (no such peer), -EMFILE
+ * (the context holds too many peer handles).
+ */
+int kxfer_peer_lookup(struct kxfer *kx, const char *name, uint32_t *handle,
+		      uint32_t *state);
+
+/**
+ * kxfer_remote_lookup() - find an export a peer advertised
+ * @kx: the context
+ * @peer: from kxfer_peer_lookup()
+ * @export_name: the export's name on the remote node
+ * @out: out, the kernel's answer: handle (struct kxfer_job.remote),
+ *	access (KXFER_ACCESS_*), len (remote offsets are in [0, len)), gen
+ *
+ * The handle names the export as it was at lookup time (@out->gen): once
+ * the remote re-creates it, or the session reconnects, jobs on the handle
+ * fail with -ESTALE and the export must be looked up again.
+ *
+ * Return: 0; -EINVAL, -ENAMETOOLONG, -ENOENT (unknown peer handle, or
+ * the peer advertised no such export), -EMFILE.
+ */
+int kxfer_remote_lookup(struct kxfer *kx, uint32_t peer,
+			const char *export_name,
+			struct kxfer_remote_lookup *out);
+
+/**
+ * kxfer_submit() - submit jobs
+ * @kx: the context
+ * @jobs: @n jobs (kxfer_job_write(), kxfer_job_read())
+ * @n: how many; more than the module's max_jobs_per_submit are
+ *	submitted in several calls
+ * @accepted: out, how many jobs, from the first, were accepted; may be
+ *	NULL
+ *
+ * Each accepted job gets exactly one completion event (kxfer_reap()).
+ * When a job is refused, nothing after it was looked at: the caller
+ * fixes or drops jobs[*accepted] and submits the rest again.
+ *
+ * Return: 0 if all @n jobs were accepted (also for @n == 0); else the
+ * negative errno of jobs[*accepted], which was refused: -EAGAIN when the
+ * context's in-flight bound is reached (reap, then submit the rest);
+ * -EINVAL (bad op, flags, reserved field, segment count, zero-length
+ * segment), -EFAULT (unreadable job or segment array), -ERANGE (a
+ * segment outside the pool or the export), -EACCES (the export does not
+ * grant the op), -ENOENT (unknown pool, peer or remote handle),
+ * -ENOTCONN (session not up), -ESTALE (remote handle outdated),
+ * -ENOMEM; -EPROTO if the kernel's answer is inconsistent.
+ */
+int kxfer_submit(struct kxfer *kx, const struct kxfer_job *jobs,
+		 unsigned int n, unsigned int *accepted);
+
+/**
+ * kxfer_submit_raw() - one KXFER_IOC_SUBMIT, exactly as given
+ * @kx: the context
+ * @s: the ioctl's argument, passed unchanged; the kernel's answer is
+ *	left in it (accepted, error)
+ *
+ * For tests and diagnosis of the ioctl itself; services use
+ * kxfer_submit().
+ *
+ * Return: 0 if the ioctl returned 0, else -errno.
+ */
+int kxfer_submit_raw(struct kxfer *kx, struct kxfer_submit *s);
+
+/**
+ * kxfer_reap() - take completion events
+ * @kx: the context
+ * @ev: room for @max events
+ * @max: >= 1
+ * @min: wait until at least this many are ready (<= @max)
+ * @timeout_ns: longest wait; 0 does not wait, < 0 waits for ever
+ * @flags: KXFER_REAP_* (KXFER_REAP_BUSY_POLL)
+ *
+ * Return: the number of events written at @ev, which is below @min
+ * only if the timeout expired; -EINTR if a signal came first (events
+ * already taken are kept for the next call), -EINVAL, -EFAULT.
+ */
+int kxfer_reap(struct kxfer *kx, struct kxfer_event *ev, unsigned int max,
+	       unsigned int min, int64_t timeout_ns, unsigned int flags);
+
+/**
+ * kxfer_job_init() - fill a job, every other field zero
+ * @job: the job
+ * @op: enum kxfer_op
+ * @pool: struct kxfer_pool_map.handle
+ * @peer: from kxfer_peer_lookup()
+ * @remote: struct kxfer_remote_lookup.handle, an export of @peer
+ * @segs: @nsegs segments, each {local_off, remote_off, len}
+ * @nsegs: 1..max_segments
+ * @user_data: returned in the job's completion event
+ */
+static inline void kxfer_job_init(struct kxfer_job *job, uint32_t op,
+				  uint32_t pool, uint32_t peer,
+				  uint32_t remote,
+				  const struct kxfer_segment *segs,
+				  unsigned int nsegs, uint64_t user_data)
+{
+	memset(job, 0, sizeof(*job));
+	job->op = op;
+	job->pool = pool;
+	job->peer = peer;
+	job->remote = remote;
+	job->nsegs = nsegs;
+	job->segs = (uintptr_t)segs;
+	job->user_data = user_data;
+}
+
+/* kxfer_job_init() for a WRITE: the pool's bytes to the remote export. */
+static inline void kxfer_job_write(struct kxfer_job *job, uint32_t pool,
+				   uint32_t peer, uint32_t remote,
+				   const struct kxfer_segment *segs,
+				   unsigned int nsegs, uint64_t user_data)
+{
+	kxfer_job_init(job, KXFER_OP_WRITE, pool, peer, remote, segs, nsegs,
+		       user_data);
+}
+
+/* kxfer_job_init() for a READ: the remote export's bytes to the pool. */
+static inline void kxfer_job_read(struct kxfer_job *job, uint32_t pool,
+				  uint32_t peer, uint32_t remote,
+				  const struct kxfer_segment *segs,
+				  unsigned int nsegs, uint64_t user_data)
+{
+	kxfer_job_init(job, KXFER_OP_READ, pool, peer, remote, segs, nsegs,
+		       user_data);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBKXFER_KXFER_H */
