@@ -178,6 +178,7 @@ struct kxfer_cm_reap {
 };
 
 static enum kxfer_cm_kind kxfer_cm_dead = KXFER_CM_DEAD;
+static atomic_t kxfer_session_ids = ATOMIC_INIT(0);
 
 static void kxfer_reap_work(struct work_struct *work)
 {
@@ -385,6 +386,7 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 		qp->q_remote_qpn = 0;
 	}
 	kxfer_ctrl_free(s);
+	kxfer_session_notify_fail(s);
 	kxfer_rexports_clear(s);
 	if (s->s_pd) {
 		ib_dealloc_pd(s->s_pd);
@@ -568,6 +570,8 @@ static void kxfer_session_work(struct work_struct *work)
 			s->s_sent_sync = true;
 		}
 	}
+	if (test_and_clear_bit(KXFER_SE_NOTIFY, &s->s_events))
+		kxfer_session_notify_flush(s);
 	clear_bit(KXFER_SE_TX, &s->s_events);
 	kxfer_ctrl_flush(s);
 
@@ -590,9 +594,17 @@ static void kxfer_session_timer(struct work_struct *work)
 {
 	struct kxfer_session *s = container_of(to_delayed_work(work),
 					       struct kxfer_session, s_timer);
-	u64 now = kxfer_now_ns(), idle;
+	u64 now, last, idle;
 
 	mutex_lock(&s->s_mutex);
+	/*
+	 * Read the last sign of life first: CQ handlers move it forward at
+	 * any time, and a stamp newer than "now" must not wrap into a huge
+	 * idle time.
+	 */
+	last = READ_ONCE(s->s_last_rx_ns);
+	now = kxfer_now_ns();
+	idle = now > last ? now - last : 0;
 	switch (s->s_state) {
 	case KXFER_PEER_DOWN:
 		if (s->s_role == KXFER_PEER_CONNECTOR) {
@@ -612,7 +624,6 @@ static void kxfer_session_timer(struct work_struct *work)
 						 msecs_to_jiffies(kxfer_keepalive_ms));
 			break;
 		}
-		idle = now - READ_ONCE(s->s_last_rx_ns);
 		if (idle > (u64)kxfer_keepalive_timeout_ms * NSEC_PER_MSEC) {
 			kxfer_session_fail(s, -ETIMEDOUT, "keepalive timeout");
 			break;
@@ -671,6 +682,8 @@ static struct kxfer_session *kxfer_session_alloc(const char *name,
 	INIT_LIST_HEAD(&s->s_txq);
 	INIT_LIST_HEAD(&s->s_regs);
 	INIT_LIST_HEAD(&s->s_rexports);
+	INIT_LIST_HEAD(&s->s_notifyq);
+	s->s_id = atomic_inc_return(&kxfer_session_ids);
 	for (i = 0; i < KXFER_MAX_QPS; i++) {
 		spin_lock_init(&s->s_qps[i].q_post_lock);
 		INIT_LIST_HEAD(&s->s_qps[i].q_backlog);
