@@ -33,6 +33,8 @@ static void kxfer_file_release(struct kref *ref)
 	xa_destroy(&kf->kf_pools);
 	xa_destroy(&kf->kf_peers);
 	xa_destroy(&kf->kf_remotes);
+	xa_destroy(&kf->kf_subs);
+	kxfer_file_free_notes(kf);
 	mutex_destroy(&kf->kf_reap_mutex);
 	kvfree(kf->kf_ring);
 	kfree(kf);
@@ -69,6 +71,8 @@ static int kxfer_open(struct inode *inode, struct file *filp)
 	xa_init_flags(&kf->kf_pools, XA_FLAGS_ALLOC1);
 	xa_init_flags(&kf->kf_peers, XA_FLAGS_ALLOC1);
 	xa_init_flags(&kf->kf_remotes, XA_FLAGS_ALLOC1);
+	xa_init_flags(&kf->kf_subs, XA_FLAGS_ALLOC1);
+	INIT_LIST_HEAD(&kf->kf_notes);
 	spin_lock_init(&kf->kf_lock);
 	init_waitqueue_head(&kf->kf_wait);
 	mutex_init(&kf->kf_reap_mutex);
@@ -91,6 +95,7 @@ static int kxfer_release(struct inode *inode, struct file *filp)
 		kxfer_pool_unuse(pool);
 	}
 	kxfer_file_drop_handles(kf);
+	kxfer_file_drop_subs(kf);
 	kxfer_file_put(kf);
 	return 0;
 }
@@ -111,7 +116,7 @@ static long kxfer_ioc_query(struct kxfer_file *kf, void __user *uarg)
 
 	memset(&q, 0, sizeof(q));
 	q.api_version = KXFER_API_VERSION;
-	q.features = KXFER_FEAT_POOLS | KXFER_FEAT_JOBS;
+	q.features = KXFER_FEAT_POOLS | KXFER_FEAT_JOBS | KXFER_FEAT_NOTIFY;
 	q.max_pools_per_fd = kxfer_max_pools_per_fd;
 	q.max_segments = kxfer_max_segments;
 	q.max_jobs_per_submit = kxfer_max_jobs_per_submit;
@@ -195,6 +200,10 @@ static long kxfer_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		return kxfer_ioc_submit(kf, uarg);
 	case KXFER_IOC_REAP:
 		return kxfer_ioc_reap(kf, uarg);
+	case KXFER_IOC_NOTIFY_SUBSCRIBE:
+		return kxfer_ioc_notify_sub(kf, uarg);
+	case KXFER_IOC_NOTIFY_UNSUBSCRIBE:
+		return kxfer_ioc_notify_unsub(kf, uarg);
 	default:
 		return -ENOTTY;
 	}

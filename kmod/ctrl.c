@@ -120,6 +120,8 @@ void kxfer_ctrl_free(struct kxfer_session *s)
 
 	list_for_each_entry_safe(m, tmp, &s->s_txq, cm_node) {
 		list_del(&m->cm_node);
+		if (m->cm_job)
+			kxfer_job_sent(m->cm_job, -ECONNRESET);
 		kfree(m);
 	}
 	INIT_LIST_HEAD(&s->s_rxq);
@@ -204,6 +206,7 @@ static void kxfer_ctrl_wc_send(struct ib_cq *cq, struct ib_wc *wc)
 	struct kxfer_ctrl_buf *cb = container_of(wc->wr_cqe,
 						 struct kxfer_ctrl_buf, cb_cqe);
 	struct kxfer_session *s = cb->cb_sess;
+	struct kxfer_task *job = cb->cb_job;
 	unsigned long flags;
 
 	if (wc->status == IB_WC_SUCCESS)
@@ -211,6 +214,10 @@ static void kxfer_ctrl_wc_send(struct ib_cq *cq, struct ib_wc *wc)
 		WRITE_ONCE(s->s_last_rx_ns, ktime_get_ns());
 	else if (wc->status != IB_WC_WR_FLUSH_ERR)
 		kxfer_session_fail(s, -EIO, ib_wc_status_msg(wc->status));
+	/* A NOTIFY job ends when its notification reached the peer. */
+	cb->cb_job = NULL;
+	if (job)
+		kxfer_job_sent(job, wc->status == IB_WC_SUCCESS ? 0 : -ECONNRESET);
 	spin_lock_irqsave(&s->s_lock, flags);
 	list_add_tail(&cb->cb_node, &s->s_free_sends);
 	spin_unlock_irqrestore(&s->s_lock, flags);
@@ -233,6 +240,24 @@ static void kxfer_ctrl_wc_send(struct ib_cq *cq, struct ib_wc *wc)
 void kxfer_ctrl_send(struct kxfer_session *s, enum kxfer_msg_type type,
 		     const void *body, unsigned int body_len)
 {
+	kxfer_ctrl_send_job(s, type, body, body_len, NULL);
+}
+
+/**
+ * kxfer_ctrl_send_job - queue a control message that ends a job when sent
+ * @s: the session
+ * @type: message type
+ * @body: what follows the header, or NULL
+ * @body_len: its length
+ * @job: ended with kxfer_job_sent() when the peer's NIC acknowledged the
+ *	message (0) or when it cannot be sent (-ECONNRESET); may be NULL
+ *
+ * Caller holds s_mutex.
+ */
+void kxfer_ctrl_send_job(struct kxfer_session *s, enum kxfer_msg_type type,
+			 const void *body, unsigned int body_len,
+			 struct kxfer_task *job)
+{
 	unsigned int len = sizeof(struct kxfer_msg_hdr) + body_len;
 	struct kxfer_ctrl_msg *m;
 
@@ -240,9 +265,12 @@ void kxfer_ctrl_send(struct kxfer_session *s, enum kxfer_msg_type type,
 		return;
 	m = kzalloc(sizeof(*m) + len, GFP_KERNEL);
 	if (!m) {
+		if (job)
+			kxfer_job_sent(job, -ENOMEM);
 		kxfer_session_fail(s, -ENOMEM, "out of memory for a message");
 		return;
 	}
+	m->cm_job = job;
 	m->cm_len = len;
 	m->cm_data[offsetof(struct kxfer_msg_hdr, mh_type)] = type;
 	if (body_len)
@@ -293,6 +321,7 @@ void kxfer_ctrl_flush(struct kxfer_session *s)
 		spin_unlock_irqrestore(&s->s_lock, flags);
 
 		list_del(&m->cm_node);
+		cb->cb_job = m->cm_job;
 		memcpy(cb->cb_buf, m->cm_data, m->cm_len);
 		kxfer_wire_hdr_init(cb->cb_buf, type, m->cm_len,
 				    ++s->s_tx_seq, s->s_credits_owed);
@@ -311,6 +340,9 @@ void kxfer_ctrl_flush(struct kxfer_session *s)
 		wr.send_flags = IB_SEND_SIGNALED;
 		ret = ib_post_send(s->s_qps[0].q_id->qp, &wr, NULL);
 		if (ret) {
+			if (cb->cb_job)
+				kxfer_job_sent(cb->cb_job, -ECONNRESET);
+			cb->cb_job = NULL;
 			spin_lock_irqsave(&s->s_lock, flags);
 			list_add(&cb->cb_node, &s->s_free_sends);
 			spin_unlock_irqrestore(&s->s_lock, flags);
@@ -434,6 +466,13 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 	case KXFER_MSG_EXPORT_DEL:
 		kxfer_rexport_del(s, buf);
 		return 0;
+	case KXFER_MSG_NOTIFY: {
+		const struct kxfer_msg_notify *n = buf;
+
+		kxfer_notify_deliver(s, n->mn_name, le64_to_cpu(n->mn_value),
+				     le64_to_cpu(n->mn_bytes));
+		return 0;
+	}
 	case KXFER_MSG_SYNC_DONE:
 		if (s->s_got_sync) {
 			*why = "second end of the export table";

@@ -76,12 +76,19 @@ struct kxfer_task {
 	u32			j_wc_status;
 	struct ib_cqe		j_err_cqe;	/* unsignaled WRs */
 	struct llist_node	j_free;
+	struct list_head	j_notify_node;	/* on s_notifyq */
+	bool			j_notify;
+	u64			j_notify_value;
+	u64			j_rgen;
+	char			j_rname[KXFER_NAME_MAX];
 	u32			j_nparts;
 	struct kxfer_job_part	j_parts[KXFER_MAX_QPS];
 	/* WRs, SGEs and batches follow in one allocation */
 };
 
 static LLIST_HEAD(kxfer_job_free_list);
+
+static void kxfer_file_refill(struct kxfer_file *kf);
 
 static void kxfer_job_free_work(struct work_struct *work)
 {
@@ -122,8 +129,8 @@ static void kxfer_job_set_error(struct kxfer_task *job, int err, u32 wc_status)
 		WRITE_ONCE(job->j_wc_status, wc_status);
 }
 
-/* The last batch is done: tell the file, then free in process context. */
-static void kxfer_job_finish(struct kxfer_task *job)
+/* Tell the file the job ended, then free it in process context. */
+static void kxfer_job_post(struct kxfer_task *job)
 {
 	struct kxfer_file *kf = job->j_file;
 	struct kxfer_event *ev;
@@ -136,13 +143,105 @@ static void kxfer_job_finish(struct kxfer_task *job)
 	ev->user_data = job->j_user_data;
 	ev->bytes = job->j_status ? 0 : job->j_bytes;
 	ev->wc_status = job->j_wc_status;
-	memset(ev->reserved, 0, sizeof(ev->reserved));
+	ev->sub = 0;
+	ev->peer = 0;
+	ev->reserved = 0;
 	kf->kf_inflight--;
 	spin_unlock_irqrestore(&kf->kf_lock, flags);
 	wake_up_interruptible(&kf->kf_wait);
 
 	if (llist_add(&job->j_free, &kxfer_job_free_list))
 		queue_work(kxfer_wq, &kxfer_job_free);
+}
+
+/*
+ * The last batch is done.  A NOTIFY job whose data all landed first has
+ * its notification sent, by the session's work, on QP 0: every data WR
+ * was acknowledged by the peer's NIC, on whatever QP, so the data is
+ * visible there before the notification can arrive.
+ */
+static void kxfer_job_finish(struct kxfer_task *job)
+{
+	struct kxfer_session *s = job->j_sess;
+	unsigned long flags;
+
+	if (!job->j_notify || job->j_status) {
+		kxfer_job_post(job);
+		return;
+	}
+	spin_lock_irqsave(&s->s_lock, flags);
+	list_add_tail(&job->j_notify_node, &s->s_notifyq);
+	spin_unlock_irqrestore(&s->s_lock, flags);
+	set_bit(KXFER_SE_NOTIFY, &s->s_events);
+	queue_work(kxfer_wq, &s->s_work);
+}
+
+/**
+ * kxfer_job_sent - a NOTIFY job's notification was sent, or cannot be
+ * @job: the job
+ * @status: 0 when the peer's NIC acknowledged it, else a negative errno
+ *
+ * Any context.
+ */
+void kxfer_job_sent(struct kxfer_task *job, int status)
+{
+	if (status)
+		kxfer_job_set_error(job, status, IB_WC_WR_FLUSH_ERR);
+	kxfer_job_post(job);
+}
+
+/**
+ * kxfer_session_notify_flush - send the notifications of landed jobs
+ * @s: the session
+ *
+ * Caller holds s_mutex.
+ */
+void kxfer_session_notify_flush(struct kxfer_session *s)
+{
+	struct kxfer_task *job, *tmp;
+	unsigned long flags;
+	LIST_HEAD(list);
+
+	spin_lock_irqsave(&s->s_lock, flags);
+	list_splice_tail_init(&s->s_notifyq, &list);
+	spin_unlock_irqrestore(&s->s_lock, flags);
+
+	list_for_each_entry_safe(job, tmp, &list, j_notify_node) {
+		struct kxfer_msg_notify n = {};
+
+		list_del_init(&job->j_notify_node);
+		if (!s->s_ctrl_up) {
+			kxfer_job_sent(job, -ECONNRESET);
+			continue;
+		}
+		memcpy(n.mn_name, job->j_rname, sizeof(n.mn_name));
+		n.mn_gen = cpu_to_le64(job->j_rgen);
+		n.mn_value = cpu_to_le64(job->j_notify_value);
+		n.mn_bytes = cpu_to_le64(job->j_bytes);
+		kxfer_ctrl_send_job(s, KXFER_MSG_NOTIFY, n.mn_name,
+				    sizeof(n) - sizeof(n.mn_hdr), job);
+	}
+}
+
+/**
+ * kxfer_session_notify_fail - end the NOTIFY jobs that never sent
+ * @s: the session, torn down
+ *
+ * Caller holds s_mutex.
+ */
+void kxfer_session_notify_fail(struct kxfer_session *s)
+{
+	struct kxfer_task *job, *tmp;
+	unsigned long flags;
+	LIST_HEAD(list);
+
+	spin_lock_irqsave(&s->s_lock, flags);
+	list_splice_tail_init(&s->s_notifyq, &list);
+	spin_unlock_irqrestore(&s->s_lock, flags);
+	list_for_each_entry_safe(job, tmp, &list, j_notify_node) {
+		list_del_init(&job->j_notify_node);
+		kxfer_job_sent(job, -ECONNRESET);
+	}
 }
 
 static void kxfer_job_batches_done(struct kxfer_task *job, unsigned int n)
@@ -465,7 +564,7 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 
 	if (uj->op != KXFER_OP_WRITE && uj->op != KXFER_OP_READ)
 		return -EINVAL;
-	if (uj->flags || !kxfer_zero(uj->reserved, sizeof(uj->reserved)))
+	if ((uj->flags & ~KXFER_JOB_FLAGS) || uj->reserved)
 		return -EINVAL;
 	if (!uj->nsegs || uj->nsegs > kxfer_max_segments)
 		return -EINVAL;
@@ -674,6 +773,11 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 		atomic_add(p->p_nbatches, &job->j_left);
 	}
 	job->j_nparts = nq;
+	INIT_LIST_HEAD(&job->j_notify_node);
+	job->j_notify = uj->flags & KXFER_JOB_NOTIFY;
+	job->j_notify_value = uj->notify_value;
+	job->j_rgen = pctx.rx->rx_gen;
+	memcpy(job->j_rname, pctx.rx->rx_name, sizeof(job->j_rname));
 	job->j_user_data = uj->user_data;
 	job->j_bytes = total;
 	job->j_sess = s;
@@ -844,6 +948,7 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 		}
 		spin_lock_irqsave(&kf->kf_lock, flags);
 		kf->kf_tail = tail + 1;
+		kxfer_file_refill(kf);
 		spin_unlock_irqrestore(&kf->kf_lock, flags);
 		r.count++;
 	}
@@ -1006,6 +1111,228 @@ void kxfer_file_drop_handles(struct kxfer_file *kf)
 	xa_for_each(&kf->kf_peers, h, s) {
 		xa_erase(&kf->kf_peers, h);
 		kxfer_session_put(s);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Notifications                                                           */
+/* ---------------------------------------------------------------------- */
+
+/* A notification subscription of a file to a local export. */
+struct kxfer_sub {
+	struct list_head	sb_node;	/* on kxfer_subs */
+	char			sb_export[KXFER_NAME_MAX];
+	struct kxfer_file	*sb_file;	/* referenced */
+	u32			sb_handle;
+};
+
+/* An event that waits outside the ring, which had no room for it. */
+struct kxfer_note {
+	struct list_head	n_node;
+	struct kxfer_event	n_ev;
+};
+
+#define KXFER_MAX_NOTES		65536	/* per file, past the ring */
+
+static LIST_HEAD(kxfer_subs);
+static DEFINE_MUTEX(kxfer_sub_mutex);	/* protects kxfer_subs */
+
+/*
+ * Post a NOTIFY event.  The ring keeps room for the completions of jobs
+ * in flight, so a notification goes to the ring only when there is room
+ * beyond those, else to the file's overflow list; past KXFER_MAX_NOTES
+ * unreaped notifications the reader is not keeping up and the event is
+ * dropped, loudly.
+ */
+static void kxfer_file_post_note(struct kxfer_file *kf,
+				 const struct kxfer_event *ev)
+{
+	struct kxfer_note *n = NULL;
+	unsigned long flags;
+	bool dropped = false;
+
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	if (list_empty(&kf->kf_notes) &&
+	    kf->kf_inflight + (kf->kf_head - kf->kf_tail) < kf->kf_ring_size) {
+		kf->kf_ring[kf->kf_head++ & (kf->kf_ring_size - 1)] = *ev;
+	} else if (kf->kf_nnotes < KXFER_MAX_NOTES) {
+		n = kmalloc(sizeof(*n), GFP_ATOMIC);
+		if (n) {
+			n->n_ev = *ev;
+			list_add_tail(&n->n_node, &kf->kf_notes);
+			kf->kf_nnotes++;
+		} else {
+			dropped = true;
+		}
+	} else {
+		dropped = true;
+	}
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	if (dropped)
+		pr_warn_ratelimited("kxfer: a notification was dropped: its reader is not reaping\n");
+	wake_up_interruptible(&kf->kf_wait);
+}
+
+/* Move waiting notifications into the ring.  Caller holds kf_lock. */
+static void kxfer_file_refill(struct kxfer_file *kf)
+{
+	struct kxfer_note *n;
+
+	while ((n = list_first_entry_or_null(&kf->kf_notes, struct kxfer_note,
+					     n_node)) &&
+	       kf->kf_inflight + (kf->kf_head - kf->kf_tail) <
+	       kf->kf_ring_size) {
+		kf->kf_ring[kf->kf_head++ & (kf->kf_ring_size - 1)] = n->n_ev;
+		list_del(&n->n_node);
+		kf->kf_nnotes--;
+		kfree(n);
+	}
+}
+
+/**
+ * kxfer_file_free_notes - free notifications nobody reaped (last put)
+ * @kf: the file's context
+ */
+void kxfer_file_free_notes(struct kxfer_file *kf)
+{
+	struct kxfer_note *n, *tmp;
+
+	list_for_each_entry_safe(n, tmp, &kf->kf_notes, n_node)
+		kfree(n);
+	INIT_LIST_HEAD(&kf->kf_notes);
+}
+
+/**
+ * kxfer_notify_deliver - a peer's NOTIFY job landed in a local export
+ * @s: the session it came over
+ * @export: the local export's name (checked by wire.c)
+ * @value: the job's notify value
+ * @bytes: the job's bytes
+ *
+ * One event to each file subscribed to @export.  Caller holds s_mutex.
+ */
+void kxfer_notify_deliver(struct kxfer_session *s, const char *export,
+			  u64 value, u64 bytes)
+{
+	struct kxfer_event ev = {
+		.type = KXFER_EV_NOTIFY,
+		.user_data = value,
+		.bytes = bytes,
+		.peer = s->s_id,
+	};
+	struct kxfer_sub *sb;
+
+	mutex_lock(&kxfer_sub_mutex);
+	list_for_each_entry(sb, &kxfer_subs, sb_node) {
+		if (strcmp(sb->sb_export, export))
+			continue;
+		ev.sub = sb->sb_handle;
+		kxfer_file_post_note(sb->sb_file, &ev);
+	}
+	mutex_unlock(&kxfer_sub_mutex);
+}
+
+/**
+ * kxfer_ioc_notify_sub - KXFER_IOC_NOTIFY_SUBSCRIBE
+ * @kf: the file
+ * @uarg: struct kxfer_notify_sub in user memory
+ *
+ * Return: 0, %-EINVAL, %-EFAULT, %-ENOENT (no such export), %-EACCES (the
+ * caller may not attach the export's pool), %-EMFILE.  May sleep.
+ */
+long kxfer_ioc_notify_sub(struct kxfer_file *kf, void __user *uarg)
+{
+	struct kxfer_notify_sub ns;
+	struct kxfer_export *exp;
+	struct kxfer_sub *sb;
+	u32 handle;
+	int ret;
+
+	if (copy_from_user(&ns, uarg, sizeof(ns)))
+		return -EFAULT;
+	if (ns.flags || !kxfer_zero(ns.reserved, sizeof(ns.reserved)) ||
+	    !ns.export[0] || !memchr(ns.export, '\0', sizeof(ns.export)))
+		return -EINVAL;
+
+	mutex_lock(&kxfer_obj_mutex);
+	ret = -ENOENT;
+	list_for_each_entry(exp, &kxfer_exports, ke_node) {
+		if (strcmp(exp->ke_name, ns.export))
+			continue;
+		ret = kxfer_pool_check_access(exp->ke_pool);
+		break;
+	}
+	mutex_unlock(&kxfer_obj_mutex);
+	if (ret)
+		return ret;
+
+	sb = kzalloc(sizeof(*sb), GFP_KERNEL);
+	if (!sb)
+		return -ENOMEM;
+	strscpy(sb->sb_export, ns.export, sizeof(sb->sb_export));
+	ret = xa_alloc(&kf->kf_subs, &handle, sb, XA_LIMIT(1, 4096),
+		       GFP_KERNEL);
+	if (ret) {
+		kfree(sb);
+		return ret == -EBUSY ? -EMFILE : ret;
+	}
+	sb->sb_handle = handle;
+	kref_get(&kf->kf_ref);
+	sb->sb_file = kf;
+	mutex_lock(&kxfer_sub_mutex);
+	list_add_tail(&sb->sb_node, &kxfer_subs);
+	mutex_unlock(&kxfer_sub_mutex);
+
+	ns.handle = handle;
+	if (copy_to_user(uarg, &ns, sizeof(ns)))
+		return -EFAULT;	/* subscribed all the same; close() ends it */
+	return 0;
+}
+
+static void kxfer_sub_destroy(struct kxfer_sub *sb)
+{
+	mutex_lock(&kxfer_sub_mutex);
+	list_del(&sb->sb_node);
+	mutex_unlock(&kxfer_sub_mutex);
+	kxfer_file_put(sb->sb_file);
+	kfree(sb);
+}
+
+/**
+ * kxfer_ioc_notify_unsub - KXFER_IOC_NOTIFY_UNSUBSCRIBE
+ * @kf: the file
+ * @uarg: struct kxfer_notify_sub in user memory (handle, flags, reserved)
+ *
+ * Return: 0, %-EINVAL, %-EFAULT, %-ENOENT.  May sleep.
+ */
+long kxfer_ioc_notify_unsub(struct kxfer_file *kf, void __user *uarg)
+{
+	struct kxfer_notify_sub ns;
+	struct kxfer_sub *sb;
+
+	if (copy_from_user(&ns, uarg, sizeof(ns)))
+		return -EFAULT;
+	if (ns.flags || !kxfer_zero(ns.reserved, sizeof(ns.reserved)))
+		return -EINVAL;
+	sb = ns.handle ? xa_erase(&kf->kf_subs, ns.handle) : NULL;
+	if (!sb)
+		return -ENOENT;
+	kxfer_sub_destroy(sb);
+	return 0;
+}
+
+/**
+ * kxfer_file_drop_subs - end every subscription of a file (close)
+ * @kf: the file
+ */
+void kxfer_file_drop_subs(struct kxfer_file *kf)
+{
+	struct kxfer_sub *sb;
+	unsigned long h;
+
+	xa_for_each(&kf->kf_subs, h, sb) {
+		xa_erase(&kf->kf_subs, h);
+		kxfer_sub_destroy(sb);
 	}
 }
 

@@ -268,6 +268,7 @@ struct kxfer_qp {
 struct kxfer_ctrl_buf {
 	struct ib_cqe		cb_cqe;
 	struct kxfer_session	*cb_sess;
+	struct kxfer_task	*cb_job;	/* a NOTIFY job to end when sent */
 	struct list_head	cb_node;
 	void			*cb_buf;
 	u64			cb_dma;
@@ -279,6 +280,7 @@ struct kxfer_ctrl_buf {
  */
 struct kxfer_ctrl_msg {
 	struct list_head	cm_node;
+	struct kxfer_task	*cm_job;	/* a NOTIFY job to end when sent */
 	unsigned int		cm_len;
 	u8			cm_data[];
 };
@@ -343,6 +345,7 @@ enum {
 	KXFER_SE_RX,		/* control messages are waiting */
 	KXFER_SE_TX,		/* credits or send buffers came back */
 	KXFER_SE_REGS,		/* exports changed: register and advertise */
+	KXFER_SE_NOTIFY,	/* NOTIFY jobs wait to send their message */
 };
 
 /**
@@ -401,6 +404,8 @@ struct kxfer_session {
 
 	struct list_head	s_regs;
 	struct list_head	s_rexports;
+	struct list_head	s_notifyq;	/* NOTIFY jobs, under s_lock */
+	u32			s_id;		/* KXFER_A_PEER_ID */
 
 	/* statistics and diagnosis */
 	u64			s_start_ns;
@@ -437,8 +442,12 @@ const char *kxfer_peer_state_name(enum kxfer_peer_state st);
 int kxfer_ctrl_alloc(struct kxfer_session *s);
 void kxfer_ctrl_free(struct kxfer_session *s);
 int kxfer_ctrl_post_recvs(struct kxfer_session *s);
+struct kxfer_task;
 void kxfer_ctrl_send(struct kxfer_session *s, enum kxfer_msg_type type,
 		     const void *body, unsigned int body_len);
+void kxfer_ctrl_send_job(struct kxfer_session *s, enum kxfer_msg_type type,
+			 const void *body, unsigned int body_len,
+			 struct kxfer_task *job);
 void kxfer_ctrl_flush(struct kxfer_session *s);
 void kxfer_ctrl_process(struct kxfer_session *s);
 void kxfer_ctrl_reset(struct kxfer_session *s);
@@ -536,6 +545,10 @@ struct kxfer_file {
 	unsigned int		kf_head;
 	unsigned int		kf_tail;
 	unsigned int		kf_inflight;
+	struct xarray		kf_subs;	/* handle -> struct kxfer_sub */
+	struct list_head	kf_notes;	/* NOTIFY events the ring lacked
+						 * room for, under kf_lock */
+	unsigned int		kf_nnotes;
 };
 
 /**
@@ -568,6 +581,15 @@ void kxfer_session_get(struct kxfer_session *s);
 void kxfer_session_put(struct kxfer_session *s);
 struct kxfer_session *kxfer_session_find(const char *name);
 void kxfer_jobs_flush(void);
+void kxfer_job_sent(struct kxfer_task *job, int status);
+void kxfer_session_notify_flush(struct kxfer_session *s);
+void kxfer_session_notify_fail(struct kxfer_session *s);
+void kxfer_notify_deliver(struct kxfer_session *s, const char *export,
+			  u64 value, u64 bytes);
+long kxfer_ioc_notify_sub(struct kxfer_file *kf, void __user *uarg);
+long kxfer_ioc_notify_unsub(struct kxfer_file *kf, void __user *uarg);
+void kxfer_file_drop_subs(struct kxfer_file *kf);
+void kxfer_file_free_notes(struct kxfer_file *kf);
 
 /* ---------------------------------------------------------------------- */
 /* netlink.c: the "kxfer" generic netlink family                           */

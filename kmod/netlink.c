@@ -810,6 +810,7 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 	unsigned int i;
 
 	if (nla_put_string(skb, KXFER_A_PEER_NAME, s->s_name) ||
+	    nla_put_u32(skb, KXFER_A_PEER_ID, s->s_id) ||
 	    nla_put_u32(skb, KXFER_A_PEER_STATE, s->s_state) ||
 	    nla_put_u32(skb, KXFER_A_PEER_ROLE, s->s_role) ||
 	    (s->s_last_error[0] &&

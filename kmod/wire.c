@@ -207,6 +207,15 @@ int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
 		return 0;
 	case KXFER_MSG_EXPORT_ADD:
 		return kxfer_wire_check_export(buf, len, why);
+	case KXFER_MSG_NOTIFY:
+		if (len != sizeof(struct kxfer_msg_notify))
+			goto bad_len;
+		if (kxfer_wire_check_name(((const struct kxfer_msg_notify *)
+					   buf)->mn_name)) {
+			*why = "bad export name";
+			return -EINVAL;
+		}
+		return 0;
 	case KXFER_MSG_EXPORT_DEL:
 		if (len != sizeof(struct kxfer_msg_export_del))
 			goto bad_len;

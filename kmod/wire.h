@@ -66,6 +66,7 @@ enum kxfer_msg_type {
 	KXFER_MSG_SYNC_DONE,		/* the initial table is complete */
 	KXFER_MSG_KEEPALIVE,		/* probe; answered at once */
 	KXFER_MSG_KEEPALIVE_ACK,	/* answer; echoes the probe's stamp */
+	KXFER_MSG_NOTIFY,		/* a NOTIFY job's data has landed */
 	__KXFER_MSG_MAX,
 };
 
@@ -109,6 +110,18 @@ struct kxfer_msg_export_del {
 	struct kxfer_msg_hdr	md_hdr;
 	__u8	md_name[KXFER_WIRE_NAME_MAX];
 	__le64	md_gen;
+};
+
+/*
+ * Sent on QP 0 only after every work request of the job completed, that
+ * is, after the peer's NIC acknowledged all of its data, on every QP.
+ */
+struct kxfer_msg_notify {
+	struct kxfer_msg_hdr	mn_hdr;
+	__u8	mn_name[KXFER_WIRE_NAME_MAX];	/* the receiver's export */
+	__le64	mn_gen;
+	__le64	mn_value;
+	__le64	mn_bytes;
 };
 
 struct kxfer_msg_keepalive {

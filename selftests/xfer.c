@@ -23,6 +23,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <sys/ioctl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -123,12 +124,15 @@ static const char usage_text[] =
 "usage: xfer fill POOL OFF LEN PATTERN\n"
 "       xfer check POOL OFF LEN PATTERN\n"
 "       xfer dump POOL OFF LEN\n"
-"       xfer job [-t SECONDS] [-e ERRNAME | -x ERRNAME]\n"
+"       xfer job [-t SECONDS] [-e ERRNAME | -x ERRNAME] [-N VALUE]\n"
 "                PEER EXPORT POOL write|read LOFF:ROFF:LEN...\n"
 "       xfer random PEER EXPORT POOL -s SEED -n JOBS [-m MAXSEGS]\n"
 "                [-l MAXLEN] [-b BATCH] [-t SECONDS] [-q] [-O]\n"
 "       xfer refuse [-w EXPORT_WO] [-r EXPORT_RO] [-t SECONDS]\n"
 "                PEER EXPORT POOL\n"
+"       xfer notify-wait [-n COUNT] [-t SECONDS] EXPORT\n"
+"       xfer notify-send [-n JOBS] [-l LEN] [-k SEGS] PEER EXPORT POOL\n"
+"       xfer notify-recv [-o EXPORT_OFF] [-n JOBS] [-l LEN] POOL EXPORT\n"
 "\n"
 "PATTERN   byte:0xNN | char:X | seed:N\n"
 "numbers   decimal, or hex with 0x; K, M, G suffixes (powers of 1024)\n"
@@ -556,12 +560,18 @@ static int cmd_job(int argc, char **argv)
 	struct kxfer_job job;
 	struct ctx c = { .timeout_ns = 30000000000LL };
 	unsigned int nsegs, i, accepted;
-	uint64_t total = 0;
+	uint64_t total = 0, notify = 0;
+	bool notifying = false;
 	uint32_t op;
 
 	opterr = 0;
-	while ((opt = getopt(argc, argv, "t:e:x:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:e:x:N:")) != -1) {
 		switch (opt) {
+		case 'N':
+			if (!parse_u64(optarg, &notify))
+				usage("job: bad notify value %s", optarg);
+			notifying = true;
+			break;
 		case 't':
 			c.timeout_ns = arg_timeout(optarg);
 			break;
@@ -593,6 +603,10 @@ static int cmd_job(int argc, char **argv)
 	ctx_peer(&c, argv[0], argv[1]);
 	kxfer_job_init(&job, op, c.pool.handle, c.peer, c.rx.handle, segs,
 		       nsegs, USER_DATA);
+	if (notifying) {
+		job.flags |= KXFER_JOB_NOTIFY;
+		job.notify_value = notify;
+	}
 
 	ret = kxfer_submit(c.kx, &job, 1, &accepted);
 	if (ret) {
@@ -1386,11 +1400,8 @@ static int cmd_refuse(int argc, char **argv)
 	job.flags = 1U << 31;
 	check_jobs(&r, "unknown-flag", EINVAL, &job, 1);
 	job = r.base;
-	job.reserved[0] = 1;
-	check_jobs(&r, "reserved0", EINVAL, &job, 1);
-	job = r.base;
-	job.reserved[1] = 1ULL << 63;
-	check_jobs(&r, "reserved1", EINVAL, &job, 1);
+	job.reserved = 1ULL << 63;
+	check_jobs(&r, "reserved", EINVAL, &job, 1);
 
 	job = r.base;
 	job.segs = 16;
@@ -1504,6 +1515,256 @@ static int cmd_refuse(int argc, char **argv)
 	return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Notifications                                                           */
+/* ---------------------------------------------------------------------- */
+
+static uint32_t notify_subscribe(struct kxfer *kx, const char *export)
+{
+	struct kxfer_notify_sub ns;
+
+	memset(&ns, 0, sizeof(ns));
+	if (strlen(export) >= sizeof(ns.export))
+		usage("export name too long: %s", export);
+	strcpy(ns.export, export);
+	if (ioctl(kxfer_fd(kx), KXFER_IOC_NOTIFY_SUBSCRIBE, &ns))
+		die("subscribe to %s: %s", export, errname(-errno));
+	return ns.handle;
+}
+
+/*
+ * notify-wait EXPORT -n COUNT [-t S]: exactly COUNT notifications of the
+ * local EXPORT arrive (and no more within a second after them).
+ */
+static int cmd_notify_wait(int argc, char **argv)
+{
+	int64_t timeout_ns = 30000000000LL;
+	uint64_t count = 1, got = 0;
+	struct kxfer_event ev[16];
+	struct kxfer *kx;
+	uint32_t handle;
+	int opt, n, i, ret;
+
+	opterr = 0;
+	while ((opt = getopt(argc, argv, "n:t:")) != -1) {
+		switch (opt) {
+		case 'n':
+			if (!parse_u64(optarg, &count))
+				usage("notify-wait: bad count %s", optarg);
+			break;
+		case 't':
+			timeout_ns = arg_timeout(optarg);
+			break;
+		default:
+			usage("notify-wait: unknown option -%c", optopt);
+		}
+	}
+	if (argc - optind != 1)
+		usage("notify-wait: EXPORT expected");
+	ret = kxfer_open(&kx);
+	if (ret)
+		die("open /dev/%s: %s", KXFER_DEVICE_NAME, errname(ret));
+	handle = notify_subscribe(kx, argv[optind]);
+	printf("subscribed %s handle %u\n", argv[optind], handle);
+	fflush(stdout);
+
+	while (got < count) {
+		n = reap_wait(kx, ev, 16, 1, timeout_ns);
+		if (n < 0)
+			die("reap: %s", errname(n));
+		if (!n)
+			die("%" PRIu64 " of %" PRIu64 " notifications: ETIMEDOUT",
+			    got, count);
+		for (i = 0; i < n; i++) {
+			if (ev[i].type != KXFER_EV_NOTIFY || ev[i].sub != handle)
+				die("unexpected event type %u sub %u", ev[i].type,
+				    ev[i].sub);
+			printf("notify peer %u value %" PRIu64 " bytes %" PRIu64 "\n",
+			       ev[i].peer, (uint64_t)ev[i].user_data,
+			       (uint64_t)ev[i].bytes);
+			got++;
+		}
+		fflush(stdout);
+	}
+	n = reap_wait(kx, ev, 16, 1, 1000000000LL);
+	if (n)
+		die("%d notification(s) more than %" PRIu64, n, count);
+	kxfer_close(kx);
+	return 0;
+}
+
+/* Segment i of job k: a shuffled (reversed) slice of region k. */
+static void notify_segs(struct kxfer_segment *segs, unsigned int nsegs,
+			uint64_t k, uint64_t len)
+{
+	uint64_t piece = len / nsegs;
+	unsigned int i;
+
+	for (i = 0; i < nsegs; i++) {
+		uint64_t idx = nsegs - 1 - i;
+
+		segs[i].local_off = k * len + idx * piece;
+		segs[i].remote_off = segs[i].local_off;
+		segs[i].len = idx == nsegs - 1 ? len - idx * piece : piece;
+	}
+}
+
+/*
+ * notify-send PEER EXPORT POOL -n N -l LEN -k SEGS: N WRITE jobs, job k
+ * writing region k ([k * LEN, (k + 1) * LEN) of the export, in SEGS
+ * pieces in reverse order, so that they stripe over the QPs) with the
+ * pattern of seed k, each with NOTIFY value k; each completes before the
+ * next starts.
+ */
+static int cmd_notify_send(int argc, char **argv)
+{
+	struct ctx c = { .timeout_ns = 30000000000LL };
+	uint64_t n = 10, len = 65536, nsegs = 16, k;
+	struct kxfer_segment *segs;
+	struct kxfer_event ev;
+	struct kxfer_job job;
+	struct pattern p;
+	unsigned int acc;
+	int opt, ret;
+
+	opterr = 0;
+	while ((opt = getopt(argc, argv, "n:l:k:t:")) != -1) {
+		switch (opt) {
+		case 'n':
+			if (!parse_u64(optarg, &n))
+				usage("notify-send: bad -n");
+			break;
+		case 'l':
+			if (!parse_u64(optarg, &len))
+				usage("notify-send: bad -l");
+			break;
+		case 'k':
+			if (!parse_u64(optarg, &nsegs) || !nsegs || nsegs > 4096)
+				usage("notify-send: bad -k");
+			break;
+		case 't':
+			c.timeout_ns = arg_timeout(optarg);
+			break;
+		default:
+			usage("notify-send: unknown option -%c", optopt);
+		}
+	}
+	if (argc - optind != 3)
+		usage("notify-send: PEER EXPORT POOL expected");
+	if (len < nsegs)
+		usage("notify-send: -l below -k");
+	ctx_open(&c, argv[optind + 2]);
+	ctx_peer(&c, argv[optind], argv[optind + 1]);
+	if (n * len > c.rx.len || n * len > c.pool.size)
+		die("notify-send: %" PRIu64 " x %" PRIu64 " bytes do not fit",
+		    n, len);
+	segs = xcalloc(nsegs, sizeof(*segs));
+	for (k = 0; k < n; k++) {
+		pattern_seed(&p, k);
+		pattern_fill(&p, (uint8_t *)c.pool.base + k * len, k * len, len);
+		notify_segs(segs, nsegs, k, len);
+		kxfer_job_init(&job, KXFER_OP_WRITE, c.pool.handle, c.peer,
+			       c.rx.handle, segs, nsegs, k);
+		job.flags = KXFER_JOB_NOTIFY;
+		job.notify_value = k;
+		ret = kxfer_submit(c.kx, &job, 1, &acc);
+		if (ret)
+			die("job %" PRIu64 " refused: %s", k, errname(ret));
+		ret = reap_wait(c.kx, &ev, 1, 1, c.timeout_ns);
+		if (ret != 1)
+			die("job %" PRIu64 ": no completion: %s", k,
+			    ret < 0 ? errname(ret) : "ETIMEDOUT");
+		if (ev.type != KXFER_EV_COMPLETION || ev.user_data != k ||
+		    ev.status || ev.bytes != len)
+			die("job %" PRIu64 ": status %s bytes %" PRIu64, k,
+			    errname(ev.status), (uint64_t)ev.bytes);
+	}
+	printf("notify-send: %" PRIu64 " jobs of %" PRIu64 " bytes in %" PRIu64 " segments\n",
+	       n, len, nsegs);
+	return 0;
+}
+
+/*
+ * notify-recv POOL EXPORT -o OFF -n N -l LEN: subscribe to EXPORT (which
+ * starts at pool offset OFF) and, the moment each notification k
+ * arrives, check that region k already holds seed k's pattern; exactly N
+ * notifications, each value once, bytes == LEN.
+ */
+static int cmd_notify_recv(int argc, char **argv)
+{
+	struct ctx c = { .timeout_ns = 60000000000LL };
+	uint64_t n = 10, len = 65536, off = 0, got = 0, bad, first = 0;
+	struct kxfer_event ev[16];
+	struct pattern p;
+	uint8_t *seen;
+	uint32_t handle;
+	int opt, i, m;
+
+	opterr = 0;
+	while ((opt = getopt(argc, argv, "o:n:l:t:")) != -1) {
+		switch (opt) {
+		case 'o':
+			if (!parse_u64(optarg, &off))
+				usage("notify-recv: bad -o");
+			break;
+		case 'n':
+			if (!parse_u64(optarg, &n))
+				usage("notify-recv: bad -n");
+			break;
+		case 'l':
+			if (!parse_u64(optarg, &len))
+				usage("notify-recv: bad -l");
+			break;
+		case 't':
+			c.timeout_ns = arg_timeout(optarg);
+			break;
+		default:
+			usage("notify-recv: unknown option -%c", optopt);
+		}
+	}
+	if (argc - optind != 2)
+		usage("notify-recv: POOL EXPORT expected");
+	ctx_open(&c, argv[optind]);
+	if (off + n * len > c.pool.size)
+		die("notify-recv: the regions do not fit the pool");
+	handle = notify_subscribe(c.kx, argv[optind + 1]);
+	printf("subscribed %s handle %u\n", argv[optind + 1], handle);
+	fflush(stdout);
+	seen = xcalloc(n, 1);
+	while (got < n) {
+		m = reap_wait(c.kx, ev, 16, 1, c.timeout_ns);
+		if (m < 0)
+			die("reap: %s", errname(m));
+		if (!m)
+			die("%" PRIu64 " of %" PRIu64 " notifications: ETIMEDOUT",
+			    got, n);
+		for (i = 0; i < m; i++) {
+			uint64_t k = ev[i].user_data;
+
+			if (ev[i].type != KXFER_EV_NOTIFY || ev[i].sub != handle)
+				die("unexpected event type %u", ev[i].type);
+			if (k >= n || seen[k]++)
+				die("notification value %" PRIu64 " unexpected or repeated", k);
+			if (ev[i].bytes != len)
+				die("notification %" PRIu64 ": bytes %" PRIu64, k,
+				    (uint64_t)ev[i].bytes);
+			pattern_seed(&p, k);
+			bad = pattern_diff(&p, (uint8_t *)c.pool.base + off + k * len,
+					   k * len, len, &first);
+			if (bad)
+				die("notification %" PRIu64 " arrived before its data: %" PRIu64 " bytes differ, first at export offset %" PRIu64,
+				    k, bad, first);
+			got++;
+		}
+	}
+	m = reap_wait(c.kx, ev, 16, 1, 1000000000LL);
+	if (m)
+		die("%d notification(s) more than %" PRIu64, m, n);
+	printf("notify-recv: %" PRIu64 " notifications, each after all of its data\n",
+	       got);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd;
@@ -1525,5 +1786,11 @@ int main(int argc, char **argv)
 		return cmd_random(argc - 1, argv + 1);
 	if (!strcmp(cmd, "refuse"))
 		return cmd_refuse(argc - 1, argv + 1);
+	if (!strcmp(cmd, "notify-wait"))
+		return cmd_notify_wait(argc - 1, argv + 1);
+	if (!strcmp(cmd, "notify-send"))
+		return cmd_notify_send(argc - 1, argv + 1);
+	if (!strcmp(cmd, "notify-recv"))
+		return cmd_notify_recv(argc - 1, argv + 1);
 	usage("unknown command: %s", cmd);
 }

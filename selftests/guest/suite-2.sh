@@ -130,20 +130,40 @@ t_session_4qp() {
 
 # --- the data path --------------------------------------------------------------
 
+# start_waiter FILE CMD...: run CMD in the background, output to FILE, and
+# return once it has subscribed
+start_waiter() {
+	local out=$1
+
+	shift
+	"$@" >"$out" 2>&1 &
+	WAITER=$!
+	busywait 10000 grep -q '^subscribed' "$out"
+}
+
 # Seed 003's KV push: prefill (b) writes three 8-byte blocks to decode's
-# (a) blocks 4, 1 and 5 with one job; decode sees exactly those bytes.
+# (a) blocks 4, 1 and 5 with one job and a notification; decode gets
+# exactly one notification and sees exactly those bytes.
 t_seed003() {
+	local out
+
 	if on_a; then
-		barrier kv-written
+		start_waiter /tmp/kv-notify xfer notify-wait -n 1 -t 60 kvblocks
+		barrier kv-subscribed
+		wait "$WAITER" || { cat /tmp/kv-notify; exit 1; }
+		cat /tmp/kv-notify
+		grep -q '^notify peer [0-9]* value 7 bytes 24$' /tmp/kv-notify
 		out=$(xfer dump decode 0 48)
 		echo "$out"
 		[ "$out" = "........BBBBBBBB................AAAAAAAACCCCCCCC" ]
+		barrier kv-written
 		return 0
 	fi
 	xfer fill prefill 0 8 char:A
 	xfer fill prefill 8 8 char:B
 	xfer fill prefill 16 8 char:C
-	xfer job pa kvblocks prefill write 0:32:8 8:8:8 16:40:8
+	barrier kv-subscribed
+	xfer job -N 7 pa kvblocks prefill write 0:32:8 8:8:8 16:40:8
 	barrier kv-written
 	# ... and reads them back into another place of its own pool.
 	xfer job pa kvblocks prefill read 1024:0:48
@@ -180,6 +200,31 @@ t_random_1qp() {
 t_random_4qp() {
 	on_a && return 0
 	random_streams pa4 20
+}
+
+# NOTIFY over 1 and 4 QPs: job k writes region k of the export in 16
+# pieces (striped over the QPs), and the receiver checks region k the
+# moment notification k arrives: never before all of its data.
+notify_stream() {
+	local peer=$1 n=$2
+
+	if on_a; then
+		start_waiter /tmp/nr xfer notify-recv -o 2M -n "$n" -l 64K kv kvr
+		barrier "ns-$peer"
+		wait "$WAITER" || { cat /tmp/nr; exit 1; }
+		cat /tmp/nr
+		return 0
+	fi
+	barrier "ns-$peer"
+	xfer notify-send -n "$n" -l 64K -k 16 "$peer" kvr local
+}
+
+t_notify_1qp() {
+	notify_stream pa 30
+}
+
+t_notify_4qp() {
+	notify_stream pa4 60
 }
 
 # One file submits far more jobs than it may have in flight (64 here, read
@@ -433,6 +478,8 @@ ktest2 seed003 t_seed003
 ktest2 job_refusals t_job_refusals
 ktest2 random_1qp t_random_1qp
 ktest2 random_4qp t_random_4qp
+ktest2 notify_1qp t_notify_1qp
+ktest2 notify_4qp t_notify_4qp
 ktest2 backpressure t_backpressure
 ktest2 withdraw_live t_withdraw_live
 ktest2 export_add_del_live t_export_add_del_live

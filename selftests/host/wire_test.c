@@ -191,6 +191,22 @@ TEST_F(wire, fixed_length_types)
 	EXPECT_EQ(0, kxfer_wire_check(h, del, 1, &self->why));
 	put_name(((struct kxfer_msg_export_del *)h)->md_name, "");
 	EXPECT_EQ(-EINVAL, kxfer_wire_check(h, del, 1, &self->why));
+
+	memset(self->buf, 0, sizeof(self->buf));
+	kxfer_wire_hdr_init(h, KXFER_MSG_NOTIFY,
+			    sizeof(struct kxfer_msg_notify), 1, 0);
+	put_name(((struct kxfer_msg_notify *)h)->mn_name, "kv");
+	EXPECT_EQ(0, kxfer_wire_check(h, sizeof(struct kxfer_msg_notify), 1,
+				      &self->why));
+	kxfer_wire_hdr_init(h, KXFER_MSG_NOTIFY,
+			    sizeof(struct kxfer_msg_notify) - 8, 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(h, sizeof(struct kxfer_msg_notify) - 8,
+					    1, &self->why));
+	kxfer_wire_hdr_init(h, KXFER_MSG_NOTIFY,
+			    sizeof(struct kxfer_msg_notify), 1, 0);
+	put_name(((struct kxfer_msg_notify *)h)->mn_name, "a b");
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(h, sizeof(struct kxfer_msg_notify), 1,
+					    &self->why));
 }
 
 TEST_F(wire, export_ok)

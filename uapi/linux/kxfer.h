@@ -63,6 +63,7 @@ struct kxfer_query {
 
 #define KXFER_FEAT_POOLS	(1ULL << 0)
 #define KXFER_FEAT_JOBS		(1ULL << 1)	/* WRITE and READ jobs */
+#define KXFER_FEAT_NOTIFY	(1ULL << 2)	/* KXFER_JOB_NOTIFY */
 
 /**
  * struct kxfer_pool_attach - KXFER_IOC_POOL_ATTACH: attach a pool by name
@@ -154,19 +155,28 @@ enum kxfer_op {
 	KXFER_OP_READ,		/* remote export -> local pool */
 };
 
-/* No job flag is defined yet (NOTIFY and FENCE will be): flags must be 0. */
+/*
+ * The remote gets exactly one KXFER_EV_NOTIFY event at the files that
+ * subscribed to the export (KXFER_IOC_NOTIFY_SUBSCRIBE), carrying
+ * @notify_value and the job's bytes, only after all of the job's data is
+ * visible in its memory.  The job completes once the notification has
+ * reached the remote's NIC.
+ */
+#define KXFER_JOB_NOTIFY	(1U << 0)
+#define KXFER_JOB_FLAGS		KXFER_JOB_NOTIFY
 
 /**
  * struct kxfer_job - one transfer between an attached pool and a remote
  *	export of one peer (an element of KXFER_IOC_SUBMIT's array)
  * @op: enum kxfer_op
- * @flags: must be 0
+ * @flags: KXFER_JOB_*
  * @pool: attachment handle (KXFER_IOC_POOL_ATTACH)
  * @peer: peer handle (KXFER_IOC_PEER_LOOKUP)
  * @remote: remote export handle (KXFER_IOC_REMOTE_LOOKUP)
  * @nsegs: entries at @segs, 1..max_segments of KXFER_IOC_QUERY
  * @segs: user pointer to struct kxfer_segment[@nsegs]
  * @user_data: returned in the job's completion event
+ * @notify_value: with KXFER_JOB_NOTIFY, the value the remote is given
  * @reserved: must be 0
  */
 struct kxfer_job {
@@ -178,7 +188,8 @@ struct kxfer_job {
 	__u32 nsegs;
 	__u64 segs;
 	__u64 user_data;
-	__u64 reserved[2];
+	__u64 notify_value;
+	__u64 reserved;
 };
 
 /**
@@ -207,15 +218,18 @@ struct kxfer_submit {
 
 enum kxfer_event_type {
 	KXFER_EV_COMPLETION = 1,	/* a job of this file ended */
+	KXFER_EV_NOTIFY,		/* a peer's NOTIFY job landed here */
 };
 
 /**
  * struct kxfer_event - what KXFER_IOC_REAP returns
  * @type: enum kxfer_event_type
- * @status: 0, or the job's negative errno
- * @user_data: the job's
+ * @status: 0, or the job's negative errno (always 0 for NOTIFY)
+ * @user_data: COMPLETION: the job's; NOTIFY: the job's notify_value
  * @bytes: bytes transferred (the job's total on success)
- * @wc_status: the first failed work request's ib_wc_status, for diagnosis
+ * @wc_status: COMPLETION: the first failed work request's ib_wc_status
+ * @sub: NOTIFY: the subscription handle (names the local export)
+ * @peer: NOTIFY: the session it came over (KXFER_A_PEER_ID)
  * @reserved: 0
  */
 struct kxfer_event {
@@ -224,7 +238,26 @@ struct kxfer_event {
 	__u64 user_data;
 	__u64 bytes;
 	__u32 wc_status;
-	__u32 reserved[3];
+	__u32 sub;
+	__u32 peer;
+	__u32 reserved;
+};
+
+/**
+ * struct kxfer_notify_sub - KXFER_IOC_NOTIFY_SUBSCRIBE: notifications of
+ *	a local export
+ * @export: in, the export's name, NUL-terminated
+ * @flags: in, must be 0
+ * @handle: out, for KXFER_IOC_NOTIFY_UNSUBSCRIBE and in events' @sub
+ * @reserved: must be 0
+ *
+ * The caller needs read permission on the export's pool.
+ */
+struct kxfer_notify_sub {
+	char  export[KXFER_NAME_MAX];
+	__u32 flags;
+	__u32 handle;
+	__u64 reserved[2];
 };
 
 #define KXFER_REAP_BUSY_POLL	(1U << 0)	/* spin instead of sleeping */
@@ -267,6 +300,10 @@ struct kxfer_reap {
 #define KXFER_IOC_REMOTE_LOOKUP	_IOWR(KXFER_IOC_MAGIC, 0x04, struct kxfer_remote_lookup)
 #define KXFER_IOC_SUBMIT	_IOWR(KXFER_IOC_MAGIC, 0x05, struct kxfer_submit)
 #define KXFER_IOC_REAP		_IOWR(KXFER_IOC_MAGIC, 0x06, struct kxfer_reap)
+#define KXFER_IOC_NOTIFY_SUBSCRIBE \
+	_IOWR(KXFER_IOC_MAGIC, 0x07, struct kxfer_notify_sub)
+#define KXFER_IOC_NOTIFY_UNSUBSCRIBE \
+	_IOW(KXFER_IOC_MAGIC, 0x08, struct kxfer_notify_sub)
 
 /* ---------------------------------------------------------------------- */
 /* Generic netlink family                                                  */
@@ -437,6 +474,7 @@ enum {
 	KXFER_A_PEER_QP,		/* nest, attribute-set "qp"; repeated */
 	KXFER_A_PEER_REMOTE_EXPORT,	/* nest, attribute-set "rexp"; repeated */
 	KXFER_A_PEER_PAD,
+	KXFER_A_PEER_ID,		/* u32, as in NOTIFY events */
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
