@@ -181,7 +181,6 @@ extern atomic64_t kxfer_pool_mem_used;
 int kxfer_pool_create(const struct kxfer_pool_args *args,
 		      struct netlink_ext_ack *extack);
 int kxfer_pool_delete(const char *name, struct netlink_ext_ack *extack);
-struct kxfer_pool *kxfer_pool_find(const char *name);
 void kxfer_pool_put(struct kxfer_pool *pool);
 int kxfer_pool_check_access(const struct kxfer_pool *pool);
 struct kxfer_pool *kxfer_pool_use(const char *name);

@@ -428,25 +428,6 @@ int kxfer_pool_delete(const char *name, struct netlink_ext_ack *extack)
 }
 
 /**
- * kxfer_pool_find - a live pool by name, referenced
- * @name: the pool's name
- *
- * Return: the pool with a reference the caller drops with
- * kxfer_pool_put(), or %NULL.  May sleep.
- */
-struct kxfer_pool *kxfer_pool_find(const char *name)
-{
-	struct kxfer_pool *pool;
-
-	mutex_lock(&kxfer_obj_mutex);
-	pool = kxfer_pool_lookup(name);
-	if (pool)
-		kref_get(&pool->kp_ref);
-	mutex_unlock(&kxfer_obj_mutex);
-	return pool;
-}
-
-/**
  * kxfer_pool_check_access - may the current task attach this pool?
  * @pool: the pool
  *

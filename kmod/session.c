@@ -42,10 +42,10 @@ unsigned int kxfer_keepalive_ms = 1000;
 module_param_named(keepalive_ms, kxfer_keepalive_ms, uint, 0644);
 MODULE_PARM_DESC(keepalive_ms, "Probe a session idle this long (default 1000)");
 
-unsigned int kxfer_keepalive_timeout_ms = 3000;
+unsigned int kxfer_keepalive_timeout_ms = 5000;
 module_param_named(keepalive_timeout_ms, kxfer_keepalive_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(keepalive_timeout_ms,
-		 "Declare a peer dead after this long without a message (default 3000)");
+		 "Declare a peer dead after this long without a sign of life (default 5000)");
 
 unsigned int kxfer_reconnect_max_ms = 5000;
 module_param_named(reconnect_max_ms, kxfer_reconnect_max_ms, uint, 0644);
@@ -58,6 +58,12 @@ MODULE_PARM_DESC(default_depth, "Send queue depth per QP (default 256)");
 #define KXFER_CM_TIMEOUT_MS	2000
 #define KXFER_CONNECT_TIMEOUT_MS 10000
 #define KXFER_RECONNECT_MIN_MS	100
+/*
+ * Transport ACK timeout, 4.096 us << 16 = 268 ms: a lost packet is sent
+ * again well inside the keepalive window instead of after the seconds a
+ * RoCE path record's packet lifetime gives.
+ */
+#define KXFER_ACK_TIMEOUT	16
 
 static const char * const kxfer_state_names[] = {
 	[KXFER_PEER_CONNECTING]	= "connecting",
@@ -340,6 +346,7 @@ static int kxfer_qp_connect(struct kxfer_session *s, struct kxfer_qp *qp)
 	wc.wc_recv_credits = cpu_to_le16(KXFER_CTRL_RECVS);
 	strscpy(wc.wc_node, kxfer_node_name, sizeof(wc.wc_node));
 	kxfer_conn_param(s, &param, &wc, sizeof(wc));
+	rdma_set_ack_timeout(qp->q_id, KXFER_ACK_TIMEOUT);
 	return rdma_connect(qp->q_id, &param);
 }
 
@@ -935,6 +942,7 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 	kxfer_conn_param(s, &param, &wa, sizeof(wa));
 	/* Events for this id come to the QP from now on. */
 	id->context = qp;
+	rdma_set_ack_timeout(id, KXFER_ACK_TIMEOUT);
 	ret = rdma_accept(id, &param);
 	if (ret) {
 		id->context = NULL;
