@@ -97,6 +97,24 @@ static void kxfer_session_release(struct kref *ref)
 	kfree(s);
 }
 
+/*
+ * A session by name, a connecting one if both exist.  Caller holds
+ * kxfer_sess_mutex.
+ */
+static struct kxfer_session *kxfer_session_by_name(const char *name)
+{
+	struct kxfer_session *s, *found = NULL;
+
+	lockdep_assert_held(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		if (strcmp(s->s_name, name))
+			continue;
+		if (!found || s->s_role == KXFER_PEER_CONNECTOR)
+			found = s;
+	}
+	return found;
+}
+
 /**
  * kxfer_session_get - take a reference to a session
  * @s: the session
@@ -124,15 +142,10 @@ void kxfer_session_put(struct kxfer_session *s)
  */
 struct kxfer_session *kxfer_session_find(const char *name)
 {
-	struct kxfer_session *s, *found = NULL;
+	struct kxfer_session *found;
 
 	mutex_lock(&kxfer_sess_mutex);
-	list_for_each_entry(s, &kxfer_sessions, s_node) {
-		if (strcmp(s->s_name, name))
-			continue;
-		if (!found || s->s_role == KXFER_PEER_CONNECTOR)
-			found = s;
-	}
+	found = kxfer_session_by_name(name);
 	if (found)
 		kxfer_session_get(found);
 	mutex_unlock(&kxfer_sess_mutex);
@@ -1023,15 +1036,10 @@ int kxfer_peer_create(const char *name, const struct sockaddr_storage *dst,
  */
 int kxfer_peer_delete(const char *name, struct netlink_ext_ack *extack)
 {
-	struct kxfer_session *s, *found = NULL;
+	struct kxfer_session *found;
 
 	mutex_lock(&kxfer_sess_mutex);
-	list_for_each_entry(s, &kxfer_sessions, s_node) {
-		if (strcmp(s->s_name, name))
-			continue;
-		if (!found || s->s_role == KXFER_PEER_CONNECTOR)
-			found = s;
-	}
+	found = kxfer_session_by_name(name);
 	if (found)
 		list_del_init(&found->s_node);
 	mutex_unlock(&kxfer_sess_mutex);
