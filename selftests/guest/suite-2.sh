@@ -273,7 +273,6 @@ t_withdraw_live() {
 	if grep -q EACCES /tmp/wl-stream; then
 		dmesg | grep -q 'peer pa: down: remote access error'
 	fi
-	dmesg | grep 'peer pa: down' | tail -n 3
 	# Gone for good: b cannot even name the export now.
 	check_fail xfer job pa kvr local write 0:0:8
 	busywait 30000 peer_state pa up
