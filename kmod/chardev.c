@@ -35,6 +35,7 @@ static void kxfer_file_release(struct kref *ref)
 	xa_destroy(&kf->kf_remotes);
 	xa_destroy(&kf->kf_subs);
 	kxfer_file_free_notes(kf);
+	kxfer_file_free_gates(kf);
 	mutex_destroy(&kf->kf_reap_mutex);
 	kvfree(kf->kf_ring);
 	kfree(kf);
@@ -73,6 +74,7 @@ static int kxfer_open(struct inode *inode, struct file *filp)
 	xa_init_flags(&kf->kf_remotes, XA_FLAGS_ALLOC1);
 	xa_init_flags(&kf->kf_subs, XA_FLAGS_ALLOC1);
 	INIT_LIST_HEAD(&kf->kf_notes);
+	INIT_LIST_HEAD(&kf->kf_gates);
 	spin_lock_init(&kf->kf_lock);
 	init_waitqueue_head(&kf->kf_wait);
 	mutex_init(&kf->kf_reap_mutex);

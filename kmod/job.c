@@ -41,6 +41,9 @@
 #include "kxfer.h"
 #include "plan.h"
 
+#define CREATE_TRACE_POINTS
+#include "trace.h"
+
 #define KXFER_JOB_BATCH		32
 
 struct kxfer_task;
@@ -58,15 +61,35 @@ struct kxfer_job_part {
 	struct kxfer_task	*p_job;
 	struct kxfer_qp		*p_qp;
 	struct ib_rdma_wr	*p_wrs;
+	struct ib_atomic_wr	*p_atomic;	/* instead, for CAS and FADD */
 	u32			p_nwr;
 	u32			p_posted;	/* WRs posted */
+	u64			p_bytes;
 	struct kxfer_job_batch	*p_batches;
 	u32			p_nbatches;
 	bool			p_broken;	/* a post failed: wait for teardown */
 };
 
+/*
+ * FENCE: the jobs of one file to one session, counted from submission
+ * to completion event.  A FENCE job waits until that count is zero, and
+ * every job submitted after a waiting one waits behind it, in order.
+ */
+struct kxfer_gate {
+	struct list_head	g_node;		/* on kf_gates */
+	struct kxfer_file	*g_file;
+	struct kxfer_session	*g_sess;	/* referenced */
+	unsigned int		g_inflight;	/* under kf_lock */
+	struct list_head	g_held;		/* jobs waiting, under kf_lock */
+	struct work_struct	g_work;		/* starts the jobs waiting */
+};
+
 struct kxfer_task {
 	struct kxfer_file	*j_file;
+	struct kxfer_gate	*j_gate;
+	struct list_head	j_held_node;	/* on g_held */
+	u64			j_conn_gen;	/* s_conn_gen it was built for */
+	bool			j_fence;
 	struct kxfer_session	*j_sess;
 	struct kxfer_pool	*j_pool;
 	u64			j_user_data;
@@ -82,6 +105,7 @@ struct kxfer_task {
 	u64			j_rgen;
 	char			j_rname[KXFER_NAME_MAX];
 	u32			j_nparts;
+	struct ib_atomic_wr	j_atomic;
 	struct kxfer_job_part	j_parts[KXFER_MAX_QPS];
 	/* WRs, SGEs and batches follow in one allocation */
 };
@@ -129,14 +153,52 @@ static void kxfer_job_set_error(struct kxfer_task *job, int err, u32 wc_status)
 		WRITE_ONCE(job->j_wc_status, wc_status);
 }
 
+static void kxfer_job_count(struct kxfer_task *job)
+{
+	struct kxfer_sess_stats *st = &job->j_sess->s_stats;
+
+	switch (job->j_status) {
+	case 0:
+		atomic64_inc(&st->ok);
+		break;
+	case -ECONNRESET:
+	case -ENOTCONN:
+		atomic64_inc(&st->err_flush);
+		break;
+	case -EACCES:
+		atomic64_inc(&st->err_access);
+		break;
+	case -ETIMEDOUT:
+		atomic64_inc(&st->err_timeout);
+		break;
+	case -EREMOTEIO:
+		atomic64_inc(&st->err_remote);
+		break;
+	case -ESTALE:
+		atomic64_inc(&st->err_stale);
+		break;
+	default:
+		atomic64_inc(&st->err_other);
+		break;
+	}
+}
+
 /* Tell the file the job ended, then free it in process context. */
 static void kxfer_job_post(struct kxfer_task *job)
 {
 	struct kxfer_file *kf = job->j_file;
+	struct kxfer_gate *g = job->j_gate;
 	struct kxfer_event *ev;
 	unsigned long flags;
 
+	kxfer_job_count(job);
+	trace_job_complete(job->j_sess->s_id, job->j_user_data, job->j_status,
+			   job->j_wc_status, job->j_status ? 0 : job->j_bytes);
 	spin_lock_irqsave(&kf->kf_lock, flags);
+	/* The last job ahead of a FENCE: start what waits (holds the file). */
+	if (!--g->g_inflight && !list_empty(&g->g_held) &&
+	    queue_work(kxfer_wq, &g->g_work))
+		kref_get(&kf->kf_ref);
 	ev = &kf->kf_ring[kf->kf_head++ & (kf->kf_ring_size - 1)];
 	ev->type = KXFER_EV_COMPLETION;
 	ev->status = job->j_status;
@@ -185,8 +247,13 @@ static void kxfer_job_finish(struct kxfer_task *job)
  */
 void kxfer_job_sent(struct kxfer_task *job, int status)
 {
-	if (status)
+	if (status) {
 		kxfer_job_set_error(job, status, IB_WC_WR_FLUSH_ERR);
+	} else {
+		atomic64_inc(&job->j_sess->s_stats.notify_sent);
+		trace_notify(job->j_sess->s_id, true, job->j_rname,
+			     job->j_notify_value, job->j_bytes);
+	}
 	kxfer_job_post(job);
 }
 
@@ -275,12 +342,20 @@ static bool kxfer_part_post(struct kxfer_job_part *p)
 	if (!n)
 		return false;
 
+	qp->q_doorbells++;
+	if (p->p_atomic) {
+		/* One WR, one batch. */
+		ret = ib_post_send(qp->q_id->qp, &p->p_atomic->wr, &bad);
+		bad = NULL;
+		goto posted;
+	}
 	/* Cut the chain after the last whole batch, post, restore. */
 	last = &p->p_wrs[p->p_posted + n - 1];
 	saved = last->wr.next;
 	last->wr.next = NULL;
 	ret = ib_post_send(qp->q_id->qp, &p->p_wrs[p->p_posted].wr, &bad);
 	last->wr.next = saved;
+posted:
 	if (ret) {
 		u32 done = bad ? (u32)(container_of(bad, struct ib_rdma_wr, wr) -
 				       p->p_wrs) : p->p_posted;
@@ -288,11 +363,13 @@ static bool kxfer_part_post(struct kxfer_job_part *p)
 		/* Whole batches before @bad are posted and will complete. */
 		done = round_down(done, KXFER_JOB_BATCH);
 		qp->q_sq_free -= done - p->p_posted;
+		qp->q_wrs += done - p->p_posted;
 		p->p_posted = done;
 		p->p_broken = true;
 		kxfer_session_fail(qp->q_sess, ret, "cannot post a work request");
 		return true;
 	}
+	qp->q_wrs += n;
 	qp->q_sq_free -= n;
 	p->p_posted += n;
 	return p->p_posted == p->p_nwr;
@@ -326,6 +403,8 @@ static void kxfer_job_wc_batch(struct ib_cq *cq, struct ib_wc *wc)
 		/* The peer's NIC acknowledged: the session is alive. */
 		WRITE_ONCE(qp->q_sess->s_last_rx_ns, ktime_get_ns());
 	} else {
+		trace_wr_error(qp->q_sess->s_id, wc->qp->qp_num, wc->status,
+			       wc->vendor_err);
 		kxfer_job_set_error(job, kxfer_wc_errno(wc->status), wc->status);
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
 			kxfer_session_fail(qp->q_sess, kxfer_wc_errno(wc->status),
@@ -346,6 +425,8 @@ static void kxfer_job_wc_error(struct ib_cq *cq, struct ib_wc *wc)
 	struct kxfer_task *job = container_of(wc->wr_cqe, struct kxfer_task,
 					     j_err_cqe);
 
+	trace_wr_error(job->j_sess->s_id, wc->qp->qp_num, wc->status,
+		       wc->vendor_err);
 	kxfer_job_set_error(job, kxfer_wc_errno(wc->status), wc->status);
 	if (wc->status != IB_WC_WR_FLUSH_ERR)
 		kxfer_session_fail(job->j_sess, kxfer_wc_errno(wc->status),
@@ -434,6 +515,8 @@ static void kxfer_job_start(struct kxfer_task *job)
 			continue;
 		spin_lock_irqsave(&qp->q_post_lock, flags);
 		dead = qp->q_dead;
+		qp->q_parts++;
+		qp->q_bytes += p->p_bytes;
 		/* Behind older parts, or not all posted: wait in order. */
 		if (!dead && (!list_empty(&qp->q_backlog) ||
 			      !kxfer_part_post(p) || p->p_broken))
@@ -447,6 +530,109 @@ static void kxfer_job_start(struct kxfer_task *job)
 			kxfer_job_set_error(job, -ENOTCONN, IB_WC_WR_FLUSH_ERR);
 			kxfer_job_batches_done(job, p->p_nbatches);
 		}
+	}
+}
+
+/* End a job that was built but will never be posted. */
+static void kxfer_job_abort(struct kxfer_task *job, int err)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < job->j_nparts; i++)
+		n += job->j_parts[i].p_nbatches;
+	kxfer_job_set_error(job, err, IB_WC_WR_FLUSH_ERR);
+	kxfer_job_batches_done(job, n);
+}
+
+static struct kxfer_rexport *kxfer_rexport_find(struct kxfer_session *s,
+						const char *name);
+
+/*
+ * Start the jobs that waited behind a FENCE, in order, up to the next
+ * FENCE that still has jobs ahead of it.  A job built for an earlier
+ * connection of the session (other keys, other PD), or for an export
+ * since withdrawn, ends in error instead.
+ */
+static void kxfer_gate_work(struct work_struct *work)
+{
+	struct kxfer_gate *g = container_of(work, struct kxfer_gate, g_work);
+	struct kxfer_file *kf = g->g_file;
+	struct kxfer_session *s = g->g_sess;
+	struct kxfer_rexport *rx;
+	struct kxfer_task *job;
+	unsigned long flags;
+
+	mutex_lock(&s->s_mutex);
+	for (;;) {
+		spin_lock_irqsave(&kf->kf_lock, flags);
+		job = list_first_entry_or_null(&g->g_held, struct kxfer_task,
+					       j_held_node);
+		if (job && job->j_fence && g->g_inflight)
+			job = NULL;
+		if (job) {
+			list_del_init(&job->j_held_node);
+			g->g_inflight++;
+		}
+		spin_unlock_irqrestore(&kf->kf_lock, flags);
+		if (!job)
+			break;
+
+		if (s->s_state != KXFER_PEER_UP ||
+		    s->s_conn_gen != job->j_conn_gen) {
+			kxfer_job_abort(job, -ECONNRESET);
+			continue;
+		}
+		rx = kxfer_rexport_find(s, job->j_rname);
+		if (!rx || rx->rx_gen != job->j_rgen) {
+			kxfer_job_abort(job, -ESTALE);
+			continue;
+		}
+		kxfer_job_start(job);
+	}
+	mutex_unlock(&s->s_mutex);
+	kxfer_file_put(kf);
+}
+
+/* The file's gate for a session, made on first use.  May sleep. */
+static struct kxfer_gate *kxfer_gate_get(struct kxfer_file *kf,
+					 struct kxfer_session *s)
+{
+	struct kxfer_gate *g, *new;
+	unsigned long flags;
+
+	new = kzalloc(sizeof(*new), GFP_KERNEL);
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	list_for_each_entry(g, &kf->kf_gates, g_node) {
+		if (g->g_sess == s) {
+			spin_unlock_irqrestore(&kf->kf_lock, flags);
+			kfree(new);
+			return g;
+		}
+	}
+	if (new) {
+		new->g_file = kf;
+		new->g_sess = s;
+		kxfer_session_get(s);
+		INIT_LIST_HEAD(&new->g_held);
+		INIT_WORK(&new->g_work, kxfer_gate_work);
+		list_add(&new->g_node, &kf->kf_gates);
+	}
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	return new;
+}
+
+/**
+ * kxfer_file_free_gates - free a file's FENCE state
+ * @kf: the file, its last reference gone (no job, no gate work left)
+ */
+void kxfer_file_free_gates(struct kxfer_file *kf)
+{
+	struct kxfer_gate *g, *tmp;
+
+	list_for_each_entry_safe(g, tmp, &kf->kf_gates, g_node) {
+		WARN_ON_ONCE(g->g_inflight || !list_empty(&g->g_held));
+		kxfer_session_put(g->g_sess);
+		kfree(g);
 	}
 }
 
@@ -537,6 +723,76 @@ static bool kxfer_zero(const void *p, size_t len)
 }
 
 /*
+ * A CAS or FADD job: one signaled atomic WR from the 8 bytes at the
+ * segment's local offset (where the old value lands) to the remote's.
+ * The segment is checked already: 8 bytes, aligned, inside both sides.
+ */
+static int kxfer_job_build_atomic(struct kxfer_session *s,
+				  struct kxfer_pool *pool, const u64 *dma,
+				  const struct kxfer_rexport *rx,
+				  const struct kxfer_job *uj,
+				  const struct kxfer_plan_seg *seg,
+				  struct kxfer_task **out)
+{
+	const struct kxfer_rmr *m = kxfer_rmr_at(rx, seg->remote_off);
+	const struct kxfer_chunk *c = kxfer_pool_chunk_at(pool,
+							  seg->local_off);
+	struct kxfer_job_batch *b;
+	struct kxfer_job_part *p;
+	struct ib_atomic_wr *aw;
+	struct kxfer_task *job;
+	struct ib_sge *sge;
+	u64 raddr;
+
+	if (!m || seg->remote_off + 8 > m->rm_off + m->rm_len)
+		return -ERANGE;
+	/* The NIC needs the remote address itself aligned. */
+	raddr = m->rm_iova + (seg->remote_off - m->rm_off);
+	if (raddr & 7)
+		return -EINVAL;
+
+	job = kvzalloc(sizeof(*job) + sizeof(*sge) + sizeof(*b), GFP_KERNEL);
+	if (!job)
+		return -ENOMEM;
+	sge = (void *)(job + 1);
+	b = (void *)(sge + 1);
+	sge->addr = dma[c - pool->kp_chunks] + (seg->local_off - c->kc_off);
+	sge->length = 8;
+	sge->lkey = s->s_pd->local_dma_lkey;
+
+	aw = &job->j_atomic;
+	aw->wr.opcode = uj->op == KXFER_OP_CAS ? IB_WR_ATOMIC_CMP_AND_SWP :
+						 IB_WR_ATOMIC_FETCH_AND_ADD;
+	aw->wr.sg_list = sge;
+	aw->wr.num_sge = 1;
+	aw->wr.send_flags = IB_SEND_SIGNALED;
+	aw->wr.wr_cqe = &b->b_cqe;
+	aw->remote_addr = raddr;
+	aw->rkey = m->rm_rkey;
+	aw->compare_add = uj->compare_add;
+	aw->swap = uj->swap;
+
+	/* Spread over the QPs like the WRs of the other jobs. */
+	p = &job->j_parts[0];
+	p->p_job = job;
+	p->p_qp = &s->s_qps[s->s_rotor++ % s->s_nqps];
+	p->p_atomic = aw;
+	p->p_nwr = 1;
+	p->p_bytes = 8;
+	p->p_batches = b;
+	p->p_nbatches = 1;
+	INIT_LIST_HEAD(&p->p_node);
+	b->b_cqe.done = kxfer_job_wc_batch;
+	b->b_part = p;
+	b->b_nwr = 1;
+	job->j_err_cqe.done = kxfer_job_wc_error;
+	atomic_set(&job->j_left, 1);
+	job->j_nparts = 1;
+	*out = job;
+	return 0;
+}
+
+/*
  * Validate one job, build its work requests and start it.  The start
  * happens under s_mutex, so that the session cannot be torn down and
  * reconnected (new PD, new remote keys) between building and posting.
@@ -553,7 +809,12 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	struct kxfer_session *s;
 	struct kxfer_pool *pool;
 	struct kxfer_task *job = NULL;
+	struct kxfer_gate *gate;
 	u32 i, nq, rotor, counts[KXFER_MAX_QPS] = {}, fill[KXFER_MAX_QPS] = {};
+	bool atomic = uj->op == KXFER_OP_CAS || uj->op == KXFER_OP_FADD;
+	u32 need;
+	bool hold;
+	unsigned long flags;
 	struct ib_rdma_wr *wrs;
 	struct ib_sge *sges;
 	struct kxfer_job_batch *batches;
@@ -562,11 +823,28 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	size_t size;
 	int ret;
 
-	if (uj->op != KXFER_OP_WRITE && uj->op != KXFER_OP_READ)
+	switch (uj->op) {
+	case KXFER_OP_WRITE:
+		need = KXFER_ACCESS_WRITE;
+		break;
+	case KXFER_OP_READ:
+		need = KXFER_ACCESS_READ;
+		break;
+	case KXFER_OP_CAS:
+	case KXFER_OP_FADD:
+		need = KXFER_ACCESS_ATOMIC;
+		break;
+	default:
 		return -EINVAL;
+	}
 	if ((uj->flags & ~KXFER_JOB_FLAGS) || uj->reserved)
 		return -EINVAL;
-	if (!uj->nsegs || uj->nsegs > kxfer_max_segments)
+	/* Operands only where the op has them. */
+	if ((!atomic && uj->compare_add) ||
+	    (uj->op != KXFER_OP_CAS && uj->swap))
+		return -EINVAL;
+	if (!uj->nsegs || uj->nsegs > kxfer_max_segments ||
+	    (atomic && uj->nsegs != 1))
 		return -EINVAL;
 
 	segs = kvmalloc_array(uj->nsegs, sizeof(*segs), GFP_KERNEL);
@@ -577,6 +855,11 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	if (copy_from_user(segs, u64_to_user_ptr(uj->segs),
 			   (size_t)uj->nsegs * sizeof(*segs))) {
 		ret = -EFAULT;
+		goto out_segs;
+	}
+	if (atomic && (segs[0].len != 8 || (segs[0].local_off & 7) ||
+		       (segs[0].remote_off & 7))) {
+		ret = -EINVAL;
 		goto out_segs;
 	}
 
@@ -599,6 +882,11 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 		ret = -ENOENT;
 		goto out_pool;
 	}
+	gate = kxfer_gate_get(kf, s);
+	if (!gate) {
+		ret = -ENOMEM;
+		goto out_sess;
+	}
 
 	mutex_lock(&s->s_mutex);
 	xa_lock(&kf->kf_remotes);
@@ -616,8 +904,7 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	if (!pctx.rx || pctx.rx->rx_gen != rh->rh_gen)
 		goto out_unlock;
 	ret = -EACCES;
-	if (!(pctx.rx->rx_access & (uj->op == KXFER_OP_WRITE ?
-				    KXFER_ACCESS_WRITE : KXFER_ACCESS_READ)))
+	if (!(pctx.rx->rx_access & need))
 		goto out_unlock;
 
 	for (i = 0; i < uj->nsegs; i++) {
@@ -641,6 +928,15 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	ret = -ENOMEM;
 	if (!dma)
 		goto out_unlock;
+	if (atomic) {
+		ret = kxfer_job_build_atomic(s, pool, dma, pctx.rx, uj, segs,
+					     &job);
+		if (ret)
+			goto out_unlock;
+		plan.nwr = 1;
+		nq = 1;
+		goto ready;
+	}
 
 	pctx.pool = pool;
 	/* The QPs were made with min(max_send_sge, 32); READs need max_sge_rd. */
@@ -731,6 +1027,7 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 			const struct kxfer_chunk *c =
 				kxfer_pool_chunk_at(pool, ps->local_off);
 
+			p->p_bytes += ps->len;
 			sges[pw->first_sge + k].addr =
 				dma[c - pool->kp_chunks] +
 				(ps->local_off - c->kc_off);
@@ -773,6 +1070,7 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 		atomic_add(p->p_nbatches, &job->j_left);
 	}
 	job->j_nparts = nq;
+ready:
 	INIT_LIST_HEAD(&job->j_notify_node);
 	job->j_notify = uj->flags & KXFER_JOB_NOTIFY;
 	job->j_notify_value = uj->notify_value;
@@ -784,7 +1082,29 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	job->j_pool = pool;
 	kref_get(&kf->kf_ref);
 	job->j_file = kf;
-	kxfer_job_start(job);
+	job->j_gate = gate;
+	job->j_fence = uj->flags & KXFER_JOB_FENCE;
+	job->j_conn_gen = s->s_conn_gen;
+	INIT_LIST_HEAD(&job->j_held_node);
+
+	atomic64_inc(&s->s_stats.jobs);
+	atomic64_add(total, &s->s_stats.bytes);
+	atomic64_add(uj->nsegs, &s->s_stats.segs);
+	atomic64_add(plan.nwr, &s->s_stats.wrs);
+	trace_job_submit(s->s_id, uj->user_data, uj->op, uj->flags, uj->nsegs,
+			 plan.nwr, nq, total);
+
+	/* Behind a FENCE that waits, or a FENCE with jobs ahead: wait. */
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	hold = !list_empty(&gate->g_held) ||
+	       (job->j_fence && gate->g_inflight);
+	if (hold)
+		list_add_tail(&job->j_held_node, &gate->g_held);
+	else
+		gate->g_inflight++;
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	if (!hold)
+		kxfer_job_start(job);
 	mutex_unlock(&s->s_mutex);
 	kvfree(segs);
 	return 0;
@@ -793,6 +1113,7 @@ out_job:
 	kvfree(job);
 out_unlock:
 	mutex_unlock(&s->s_mutex);
+out_sess:
 	kxfer_session_put(s);
 out_pool:
 	kxfer_pool_put(pool);
@@ -1222,6 +1543,8 @@ void kxfer_notify_deliver(struct kxfer_session *s, const char *export,
 	};
 	struct kxfer_sub *sb;
 
+	atomic64_inc(&s->s_stats.notify_recv);
+	trace_notify(s->s_id, false, export, value, bytes);
 	mutex_lock(&kxfer_sub_mutex);
 	list_for_each_entry(sb, &kxfer_subs, sb_node) {
 		if (strcmp(sb->sb_export, export))

@@ -259,6 +259,30 @@ struct kxfer_qp {
 	unsigned int		q_sq_free;	/* send slots for data WRs */
 	bool			q_dead;		/* teardown began: post nothing */
 	struct list_head	q_backlog;	/* job parts waiting for slots */
+
+	/* statistics since the session was made, under q_post_lock */
+	u64			q_parts;	/* job parts started */
+	u64			q_bytes;
+	u64			q_wrs;		/* work requests posted */
+	u64			q_doorbells;	/* ib_post_send() calls */
+};
+
+/* Statistics of a session since it was made (kxferctl stats show). */
+struct kxfer_sess_stats {
+	atomic64_t	jobs;		/* accepted */
+	atomic64_t	bytes;		/* of accepted jobs */
+	atomic64_t	segs;		/* segments in */
+	atomic64_t	wrs;		/* work requests out (planned) */
+	atomic64_t	ok;		/* jobs completed successfully */
+	atomic64_t	notify_sent;
+	atomic64_t	notify_recv;
+	/* jobs that ended in error, by kind */
+	atomic64_t	err_flush;	/* the session went down under them */
+	atomic64_t	err_access;	/* the remote refused (key, range) */
+	atomic64_t	err_timeout;	/* transport retries exhausted */
+	atomic64_t	err_remote;	/* remote operation or request error */
+	atomic64_t	err_stale;	/* the export went while they waited */
+	atomic64_t	err_other;
 };
 
 /**
@@ -405,6 +429,8 @@ struct kxfer_session {
 	struct list_head	s_rexports;
 	struct list_head	s_notifyq;	/* NOTIFY jobs, under s_lock */
 	u32			s_id;		/* KXFER_A_PEER_ID */
+	u64			s_conn_gen;	/* bumped each time it comes up */
+	struct kxfer_sess_stats	s_stats;
 
 	/* statistics and diagnosis */
 	u64			s_start_ns;
@@ -545,9 +571,11 @@ struct kxfer_file {
 	unsigned int		kf_tail;
 	unsigned int		kf_inflight;
 	struct xarray		kf_subs;	/* handle -> struct kxfer_sub */
-	struct list_head	kf_notes;	/* NOTIFY events the ring lacked
-						 * room for, under kf_lock */
+	/* NOTIFY events the ring lacked room for, under kf_lock */
+	struct list_head	kf_notes;
 	unsigned int		kf_nnotes;
+	/* FENCE order, one gate per session used, under kf_lock */
+	struct list_head	kf_gates;
 };
 
 /**
@@ -589,6 +617,7 @@ long kxfer_ioc_notify_sub(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_notify_unsub(struct kxfer_file *kf, void __user *uarg);
 void kxfer_file_drop_subs(struct kxfer_file *kf);
 void kxfer_file_free_notes(struct kxfer_file *kf);
+void kxfer_file_free_gates(struct kxfer_file *kf);
 
 /* ---------------------------------------------------------------------- */
 /* netlink.c: the "kxfer" generic netlink family                           */

@@ -907,7 +907,87 @@ static int kxfer_nl_peer_del_doit(struct sk_buff *skb, struct genl_info *info)
 	return kxfer_peer_delete(name, info->extack);
 }
 
-static int kxfer_nl_peer_get_doit(struct sk_buff *skb, struct genl_info *info)
+static int kxfer_nl_fill_peer_full(struct sk_buff *skb,
+				   struct kxfer_session *s)
+{
+	return kxfer_nl_fill_peer(skb, s, true);
+}
+
+static int kxfer_nl_put_u64s(struct sk_buff *skb, const int *types,
+			     const u64 *vals, unsigned int n, int pad)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (nla_put_u64_64bit(skb, types[i], vals[i], pad))
+			return -EMSGSIZE;
+	return 0;
+}
+
+/* KXFER_CMD_STATS_GET: the counters of a session and of each QP. */
+static int kxfer_nl_fill_stats(struct sk_buff *skb, struct kxfer_session *s)
+{
+	static const int stypes[] = {
+		KXFER_A_STATS_JOBS, KXFER_A_STATS_BYTES, KXFER_A_STATS_SEGS,
+		KXFER_A_STATS_WRS, KXFER_A_STATS_OK,
+		KXFER_A_STATS_NOTIFY_SENT, KXFER_A_STATS_NOTIFY_RECV,
+		KXFER_A_STATS_ERR_FLUSH, KXFER_A_STATS_ERR_ACCESS,
+		KXFER_A_STATS_ERR_TIMEOUT, KXFER_A_STATS_ERR_REMOTE,
+		KXFER_A_STATS_ERR_STALE, KXFER_A_STATS_ERR_OTHER,
+	};
+	static const int qtypes[] = {
+		KXFER_A_QP_PARTS, KXFER_A_QP_BYTES, KXFER_A_QP_WRS,
+		KXFER_A_QP_DOORBELLS,
+	};
+	const struct kxfer_sess_stats *st = &s->s_stats;
+	const u64 svals[] = {
+		atomic64_read(&st->jobs), atomic64_read(&st->bytes),
+		atomic64_read(&st->segs), atomic64_read(&st->wrs),
+		atomic64_read(&st->ok), atomic64_read(&st->notify_sent),
+		atomic64_read(&st->notify_recv),
+		atomic64_read(&st->err_flush), atomic64_read(&st->err_access),
+		atomic64_read(&st->err_timeout), atomic64_read(&st->err_remote),
+		atomic64_read(&st->err_stale), atomic64_read(&st->err_other),
+	};
+	struct nlattr *nest;
+	unsigned int i;
+
+	BUILD_BUG_ON(ARRAY_SIZE(stypes) != ARRAY_SIZE(svals));
+	if (nla_put_string(skb, KXFER_A_PEER_NAME, s->s_name) ||
+	    nla_put_u32(skb, KXFER_A_PEER_ID, s->s_id))
+		return -EMSGSIZE;
+	nest = nla_nest_start(skb, KXFER_A_PEER_STATS);
+	if (!nest || kxfer_nl_put_u64s(skb, stypes, svals, ARRAY_SIZE(svals),
+				       KXFER_A_STATS_PAD))
+		return -EMSGSIZE;
+	nla_nest_end(skb, nest);
+
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+		unsigned long flags;
+		u64 qvals[ARRAY_SIZE(qtypes)];
+
+		spin_lock_irqsave(&qp->q_post_lock, flags);
+		qvals[0] = qp->q_parts;
+		qvals[1] = qp->q_bytes;
+		qvals[2] = qp->q_wrs;
+		qvals[3] = qp->q_doorbells;
+		spin_unlock_irqrestore(&qp->q_post_lock, flags);
+		nest = nla_nest_start(skb, KXFER_A_PEER_QP);
+		if (!nest || nla_put_u32(skb, KXFER_A_QP_INDEX, i) ||
+		    kxfer_nl_put_u64s(skb, qtypes, qvals, ARRAY_SIZE(qvals),
+				      KXFER_A_QP_PAD))
+			return -EMSGSIZE;
+		nla_nest_end(skb, nest);
+	}
+	return 0;
+}
+
+typedef int (*kxfer_nl_sess_fill_t)(struct sk_buff *skb,
+				    struct kxfer_session *s);
+
+static int kxfer_nl_sess_doit(struct genl_info *info, u8 cmd,
+			      kxfer_nl_sess_fill_t fill)
 {
 	struct kxfer_session *s;
 	struct sk_buff *msg;
@@ -926,10 +1006,9 @@ static int kxfer_nl_peer_get_doit(struct sk_buff *skb, struct genl_info *info)
 	list_for_each_entry(s, &kxfer_sessions, s_node) {
 		if (strcmp(s->s_name, name))
 			continue;
-		hdr = genlmsg_put_reply(msg, info, &kxfer_genl_family, 0,
-					KXFER_CMD_PEER_GET);
+		hdr = genlmsg_put_reply(msg, info, &kxfer_genl_family, 0, cmd);
 		mutex_lock(&s->s_mutex);
-		ret = (!hdr || kxfer_nl_fill_peer(msg, s, true)) ? -EMSGSIZE : 0;
+		ret = (!hdr || fill(msg, s)) ? -EMSGSIZE : 0;
 		mutex_unlock(&s->s_mutex);
 		if (!ret)
 			genlmsg_end(msg, hdr);
@@ -947,8 +1026,21 @@ static int kxfer_nl_peer_get_doit(struct sk_buff *skb, struct genl_info *info)
 	return genlmsg_reply(msg, info);
 }
 
-static int kxfer_nl_peer_get_dumpit(struct sk_buff *skb,
-				    struct netlink_callback *cb)
+static int kxfer_nl_peer_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	return kxfer_nl_sess_doit(info, KXFER_CMD_PEER_GET,
+				  kxfer_nl_fill_peer_full);
+}
+
+static int kxfer_nl_stats_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	return kxfer_nl_sess_doit(info, KXFER_CMD_STATS_GET,
+				  kxfer_nl_fill_stats);
+}
+
+static int kxfer_nl_sess_dumpit(struct sk_buff *skb,
+				struct netlink_callback *cb, u8 cmd,
+				kxfer_nl_sess_fill_t fill)
 {
 	struct kxfer_session *s;
 	long idx = 0;
@@ -961,11 +1053,11 @@ static int kxfer_nl_peer_get_dumpit(struct sk_buff *skb,
 			continue;
 		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
 				  cb->nlh->nlmsg_seq, &kxfer_genl_family,
-				  NLM_F_MULTI, KXFER_CMD_PEER_GET);
+				  NLM_F_MULTI, cmd);
 		if (!hdr)
 			break;
 		mutex_lock(&s->s_mutex);
-		ret = kxfer_nl_fill_peer(skb, s, true);
+		ret = fill(skb, s);
 		mutex_unlock(&s->s_mutex);
 		if (ret) {
 			genlmsg_cancel(skb, hdr);
@@ -976,6 +1068,20 @@ static int kxfer_nl_peer_get_dumpit(struct sk_buff *skb,
 	}
 	mutex_unlock(&kxfer_sess_mutex);
 	return skb->len;
+}
+
+static int kxfer_nl_peer_get_dumpit(struct sk_buff *skb,
+				    struct netlink_callback *cb)
+{
+	return kxfer_nl_sess_dumpit(skb, cb, KXFER_CMD_PEER_GET,
+				    kxfer_nl_fill_peer_full);
+}
+
+static int kxfer_nl_stats_get_dumpit(struct sk_buff *skb,
+				     struct netlink_callback *cb)
+{
+	return kxfer_nl_sess_dumpit(skb, cb, KXFER_CMD_STATS_GET,
+				    kxfer_nl_fill_stats);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1070,6 +1176,13 @@ static const struct genl_ops kxfer_nl_ops[] = {
 		.cmd	= KXFER_CMD_PEER_GET,
 		.doit	= kxfer_nl_peer_get_doit,
 		.dumpit	= kxfer_nl_peer_get_dumpit,
+		.policy	= kxfer_peer_name_policy,
+		.maxattr = KXFER_A_PEER_MAX,
+	},
+	{
+		.cmd	= KXFER_CMD_STATS_GET,
+		.doit	= kxfer_nl_stats_get_doit,
+		.dumpit	= kxfer_nl_stats_get_dumpit,
 		.policy	= kxfer_peer_name_policy,
 		.maxattr = KXFER_A_PEER_MAX,
 	},

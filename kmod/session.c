@@ -598,6 +598,7 @@ static void kxfer_session_work(struct work_struct *work)
 	if (s->s_state == KXFER_PEER_CONNECTING && s->s_sent_sync &&
 	    s->s_got_sync && !test_bit(KXFER_SE_FAIL, &s->s_events)) {
 		s->s_state = KXFER_PEER_UP;
+		s->s_conn_gen++;
 		s->s_up_ns = kxfer_now_ns() - s->s_start_ns;
 		s->s_backoff_ms = 0;
 		kxfer_info("peer %s: up, %u QP%s on %s, remote node %s\n",

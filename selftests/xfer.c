@@ -8,6 +8,7 @@
  *   xfer job ...                       submit one job, reap its completion
  *   xfer random ...                    verified random WRITE stream
  *   xfer refuse ...                    every invalid job of DESIGN §4.1
+ *   xfer fence ...                     FENCE orders a READ after WRITEs
  *
  * (xfer help prints the full syntax.)  Exit status: 0 success, 1 failure
  * with a one-line reason on stderr naming the errno symbolically
@@ -21,6 +22,7 @@
  */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <endian.h>
 #include <errno.h>
 #include <getopt.h>
 #include <sys/ioctl.h>
@@ -124,8 +126,10 @@ static const char usage_text[] =
 "usage: xfer fill POOL OFF LEN PATTERN\n"
 "       xfer check POOL OFF LEN PATTERN\n"
 "       xfer dump POOL OFF LEN\n"
-"       xfer job [-t SECONDS] [-e ERRNAME | -x ERRNAME] [-N VALUE]\n"
-"                PEER EXPORT POOL write|read LOFF:ROFF:LEN...\n"
+"       xfer job [-t SECONDS] [-e ERRNAME | -x ERRNAME] [-N VALUE] [-F] [-T]\n"
+"                [-c COMPARE_ADD] [-s SWAP] [-o OLD]\n"
+"                PEER EXPORT POOL write|read|cas|fadd LOFF:ROFF:LEN...\n"
+"       xfer fence [-n ROUNDS] [-j JOBS] [-l LEN] PEER EXPORT POOL\n"
 "       xfer random PEER EXPORT POOL -s SEED -n JOBS [-m MAXSEGS]\n"
 "                [-l MAXLEN] [-b BATCH] [-t SECONDS] [-q] [-O]\n"
 "       xfer refuse [-w EXPORT_WO] [-r EXPORT_RO] [-t SECONDS]\n"
@@ -139,6 +143,11 @@ static const char usage_text[] =
 "-t        seconds to wait for a completion (default 30; 0: for ever)\n"
 "-e        job: expect this completion status or SUBMIT refusal\n"
 "-x        job: expect this SUBMIT refusal (struct kxfer_submit.error)\n"
+"-F        job: with KXFER_JOB_FENCE\n"
+"-T        job: print the time from submit to completion\n"
+"-c, -s    job: the operands of cas and fadd (compare_add, swap)\n"
+"-o        job: a cas or fadd must return this old value (8 bytes at\n"
+"          LOFF, printed as \"old 0x...\" either way)\n"
 "-O        random: segments of one job may overlap (applied in order)\n"
 "-w, -r    refuse: a write-only (read-only) export of PEER, for the\n"
 "          READ (WRITE) access check\n"
@@ -524,7 +533,11 @@ static uint32_t arg_op(const char *s)
 		return KXFER_OP_WRITE;
 	if (!strcmp(s, "read"))
 		return KXFER_OP_READ;
-	usage("bad op: %s (write or read)", s);
+	if (!strcmp(s, "cas"))
+		return KXFER_OP_CAS;
+	if (!strcmp(s, "fadd"))
+		return KXFER_OP_FADD;
+	usage("bad op: %s (write, read, cas or fadd)", s);
 }
 
 /* LOFF:ROFF:LEN */
@@ -560,13 +573,30 @@ static int cmd_job(int argc, char **argv)
 	struct kxfer_job job;
 	struct ctx c = { .timeout_ns = 30000000000LL };
 	unsigned int nsegs, i, accepted;
-	uint64_t total = 0, notify = 0;
-	bool notifying = false;
+	uint64_t total = 0, notify = 0, cmp = 0, swap = 0, old = 0, got;
+	bool notifying = false, fence = false, check_old = false, timed = false;
+	int64_t t0;
 	uint32_t op;
 
 	opterr = 0;
-	while ((opt = getopt(argc, argv, "t:e:x:N:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:e:x:N:Fc:s:o:T")) != -1) {
 		switch (opt) {
+		case 'T':
+			timed = true;
+			break;
+		case 'F':
+			fence = true;
+			break;
+		case 'c':
+			cmp = arg_u64("compare_add", optarg);
+			break;
+		case 's':
+			swap = arg_u64("swap", optarg);
+			break;
+		case 'o':
+			old = arg_u64("old value", optarg);
+			check_old = true;
+			break;
 		case 'N':
 			if (!parse_u64(optarg, &notify))
 				usage("job: bad notify value %s", optarg);
@@ -607,7 +637,12 @@ static int cmd_job(int argc, char **argv)
 		job.flags |= KXFER_JOB_NOTIFY;
 		job.notify_value = notify;
 	}
+	if (fence)
+		job.flags |= KXFER_JOB_FENCE;
+	job.compare_add = cmp;
+	job.swap = swap;
 
+	t0 = now_ns();
 	ret = kxfer_submit(c.kx, &job, 1, &accepted);
 	if (ret) {
 		printf("refused %s\n", errname(ret));
@@ -630,6 +665,8 @@ static int cmd_job(int argc, char **argv)
 	if (ev[0].user_data != USER_DATA)
 		die("completion user_data %" PRIu64 ", expected %d",
 		    (uint64_t)ev[0].user_data, USER_DATA);
+	if (timed)
+		printf("time %" PRId64 " us\n", (now_ns() - t0) / 1000);
 	printf("status %s bytes %" PRIu64 " wc_status %u\n",
 	       errname(ev[0].status), (uint64_t)ev[0].bytes, ev[0].wc_status);
 
@@ -649,9 +686,138 @@ static int cmd_job(int argc, char **argv)
 	if (!ev[0].status && ev[0].bytes != total)
 		die("completion bytes %" PRIu64 ", expected %" PRIu64,
 		    (uint64_t)ev[0].bytes, total);
+	if (op == KXFER_OP_CAS || op == KXFER_OP_FADD) {
+		/* The remote's old value, little-endian, at LOFF. */
+		ctx_range(&c, segs[0].local_off, 8);
+		memcpy(&got, (char *)c.pool.base + segs[0].local_off, 8);
+		got = le64toh(got);
+		printf("old 0x%" PRIx64 "\n", got);
+		if (check_old && got != old)
+			die("old value 0x%" PRIx64 ", expected 0x%" PRIx64, got,
+			    old);
+	}
 
 	ctx_close(&c);
 	free(segs);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* fence: a FENCE READ sees every earlier WRITE                            */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * fence PEER EXPORT POOL [-n ROUNDS] [-j JOBS] [-l LEN]: each round r
+ * fills the pool's [0, LEN) with seed r, then submits in one call JOBS
+ * WRITE jobs covering the export's [0, LEN) (each in 16 reversed pieces,
+ * so that they stripe over every QP) and a FENCE READ of the export's
+ * [0, LEN) into the pool's [LEN, 2 * LEN).  The READ's completion must
+ * come last, and what it read must be seed r.  Without the fence the
+ * READ may run on one QP while WRITEs of another have not landed.
+ */
+static int cmd_fence(int argc, char **argv)
+{
+	struct ctx c = { .timeout_ns = 30000000000LL };
+	uint64_t rounds = 20, njobs = 4, len = 1 << 20, r, j, first;
+	struct kxfer_segment *segs;
+	struct kxfer_event *ev;
+	struct kxfer_job *jobs;
+	struct pattern pat;
+	unsigned int accepted, got, i, k;
+	int opt, n, ret;
+
+	opterr = 0;
+	while ((opt = getopt(argc, argv, "n:j:l:")) != -1) {
+		switch (opt) {
+		case 'n':
+			rounds = arg_uint("rounds", optarg, 1);
+			break;
+		case 'j':
+			njobs = arg_uint("jobs", optarg, 1);
+			if (njobs > 64)
+				usage("fence: at most 64 jobs");
+			break;
+		case 'l':
+			len = arg_u64("length", optarg);
+			break;
+		default:
+			usage("fence: unknown option -%c", optopt);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc != 3)
+		usage("fence: PEER EXPORT POOL expected");
+	if (!len || len % (njobs * 16))
+		usage("fence: LEN must be a multiple of 16 * JOBS");
+	ctx_open(&c, argv[2]);
+	ctx_peer(&c, argv[0], argv[1]);
+	ctx_range(&c, 0, 2 * len);
+	if (c.rx.len < len)
+		die("export %s is shorter than %" PRIu64, argv[1], len);
+
+	segs = xcalloc(njobs * 16 + 1, sizeof(*segs));
+	jobs = xcalloc(njobs + 1, sizeof(*jobs));
+	ev = xcalloc(njobs + 1, sizeof(*ev));
+	for (r = 0; r < rounds; r++) {
+		uint64_t piece = len / njobs / 16;
+
+		pattern_seed(&pat, r + 1);
+		pattern_fill(&pat, c.pool.base, 0, len);
+		memset((char *)c.pool.base + len, 0, len);
+		for (j = 0; j < njobs; j++) {
+			struct kxfer_segment *js = &segs[j * 16];
+
+			for (k = 0; k < 16; k++) {
+				uint64_t off = (j * 16 + 15 - k) * piece;
+
+				js[k].local_off = off;
+				js[k].remote_off = off;
+				js[k].len = piece;
+			}
+			kxfer_job_write(&jobs[j], c.pool.handle, c.peer,
+					c.rx.handle, js, 16, j);
+		}
+		segs[njobs * 16].local_off = len;
+		segs[njobs * 16].remote_off = 0;
+		segs[njobs * 16].len = len;
+		kxfer_job_read(&jobs[njobs], c.pool.handle, c.peer, c.rx.handle,
+			       &segs[njobs * 16], 1, njobs);
+		jobs[njobs].flags = KXFER_JOB_FENCE;
+
+		ret = kxfer_submit(c.kx, jobs, njobs + 1, &accepted);
+		if (ret || accepted != njobs + 1)
+			die("round %" PRIu64 ": submit: %s, %u accepted", r,
+			    errname(ret), accepted);
+		for (got = 0; got < njobs + 1; got += n) {
+			n = reap_wait(c.kx, ev + got, njobs + 1 - got, 1,
+				      c.timeout_ns);
+			if (n < 0)
+				die("reap: %s", errname(n));
+			if (!n)
+				die("round %" PRIu64 ": %u of %" PRIu64
+				    " completions: ETIMEDOUT", r, got, njobs + 1);
+		}
+		for (i = 0; i <= njobs; i++)
+			if (ev[i].type != KXFER_EV_COMPLETION || ev[i].status)
+				die("round %" PRIu64 ": job %" PRIu64
+				    " ended with %s", r,
+				    (uint64_t)ev[i].user_data,
+				    errname(ev[i].status));
+		if (ev[njobs].user_data != njobs)
+			die("round %" PRIu64 ": the FENCE READ completed before job %" PRIu64,
+			    r, (uint64_t)ev[njobs].user_data);
+		if (pattern_diff(&pat, (uint8_t *)c.pool.base + len, 0, len,
+				 &first))
+			die("round %" PRIu64 ": the FENCE READ missed written data at %" PRIu64,
+			    r, first);
+	}
+	printf("%" PRIu64 " rounds of %" PRIu64 " WRITEs and a FENCE READ: ordered\n",
+	       rounds, njobs);
+	free(ev);
+	free(jobs);
+	free(segs);
+	ctx_close(&c);
 	return 0;
 }
 
@@ -1304,7 +1470,7 @@ static int cmd_refuse(int argc, char **argv)
 	struct ctx c = { .timeout_ns = 30000000000LL };
 	struct refuse r = { .c = &c };
 	struct kxfer_remote_lookup wx = { 0 }, rox = { 0 };
-	struct kxfer_segment *many;
+	struct kxfer_segment *many, atom;
 	struct kxfer_submit s;
 	struct kxfer_job job, *jobs, pair[2];
 	struct kxfer_event ev[8];
@@ -1402,6 +1568,39 @@ static int cmd_refuse(int argc, char **argv)
 	job = r.base;
 	job.reserved = 1ULL << 63;
 	check_jobs(&r, "reserved", EINVAL, &job, 1);
+
+	/* Atomic operands only where the op has them; atomics' shape. */
+	job = r.base;
+	job.compare_add = 1;
+	check_jobs(&r, "operand-on-transfer", EINVAL, &job, 1);
+	atom = r.seg;
+	atom.local_off = 0;
+	atom.remote_off = 0;
+	atom.len = 8;
+	job = r.base;
+	job.segs = (uintptr_t)&atom;
+	job.op = KXFER_OP_FADD;
+	job.swap = 1;
+	check_jobs(&r, "swap-on-fadd", EINVAL, &job, 1);
+	job.op = KXFER_OP_CAS;
+	job.swap = 0;
+	atom.len = 4;
+	check_jobs(&r, "atomic-len-4", EINVAL, &job, 1);
+	atom.len = 8;
+	atom.local_off = 4;
+	check_jobs(&r, "atomic-local-misaligned", EINVAL, &job, 1);
+	atom.local_off = 0;
+	atom.remote_off = 4;
+	check_jobs(&r, "atomic-remote-misaligned", EINVAL, &job, 1);
+	atom.remote_off = 0;
+	job.nsegs = 2;
+	check_jobs(&r, "atomic-two-segments", EINVAL, &job, 1);
+	job.nsegs = 1;
+	if (c.rx.len >= 8 && c.pool.size >= 8 &&
+	    !(c.rx.access & KXFER_ACCESS_ATOMIC))
+		check_jobs(&r, "atomic-no-access", EACCES, &job, 1);
+	else
+		printf("skip atomic-no-access (the export grants atomics)\n");
 
 	job = r.base;
 	job.segs = 16;
@@ -1784,6 +1983,8 @@ int main(int argc, char **argv)
 		return cmd_job(argc - 1, argv + 1);
 	if (!strcmp(cmd, "random"))
 		return cmd_random(argc - 1, argv + 1);
+	if (!strcmp(cmd, "fence"))
+		return cmd_fence(argc - 1, argv + 1);
 	if (!strcmp(cmd, "refuse"))
 		return cmd_refuse(argc - 1, argv + 1);
 	if (!strcmp(cmd, "notify-wait"))

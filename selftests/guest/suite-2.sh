@@ -417,14 +417,170 @@ t_partition() {
 	grep -q '"peer-state".*"pa".*"up"' /tmp/lf-monitor
 }
 
+# CAS and FADD on an export granting atomics: each returns the remote's
+# old value into the local pool, and the remote changes only as the op
+# says (a CAS whose compare fails changes nothing); an export without
+# atomic access refuses them.
+t_atomics() {
+	if on_a; then
+		kxferctl export add kvat pool kv offset 12M len 64K \
+			access read,write,atomic
+		defer kxferctl export del kvat
+		xfer fill kv 12M 64K byte:0x00
+		barrier at-ready
+		barrier at-done
+		return 0
+	fi
+	barrier at-ready
+	busywait 10000 has_rexport pa kvat
+	busywait 10000 has_rexport pa4 kvat
+	xfer job -c 0 -s 0x1111 -o 0 pa kvat local cas 0:0:8
+	xfer job -c 5 -s 0x2222 -o 0x1111 pa kvat local cas 0:0:8
+	xfer job -c 0x1111 -s 0x3333 -o 0x1111 pa kvat local cas 0:0:8
+	xfer job -c 0x10 -o 0x3333 pa kvat local fadd 8:0:8
+	# a CAS that cannot match reads the value: 0x3343
+	xfer job -c 1 -s 1 -o 0x3343 pa kvat local cas 16:0:8
+	# FADDs over four QPs, one by one, add up
+	local i
+	for i in 1 2 3 4 5 6 7 8; do
+		xfer job -c 3 -o $(((i - 1) * 3)) pa4 kvat local fadd 24:4096:8
+	done
+	xfer job -c 0 -s 0 -o 24 pa4 kvat local cas 24:4096:8
+	# NOTIFY and FENCE combine with atomics
+	xfer job -F -c 1 -o 24 pa4 kvat local fadd 32:4096:8
+	xfer job -x EACCES pa kvr local fadd 0:0:8
+	barrier at-done
+}
+
+# FENCE: a READ submitted with a batch of WRITEs striped over four QPs
+# completes after them and reads what they wrote, round after round.
+t_fence() {
+	on_a && return 0
+	xfer fence -n 12 -j 4 -l 1M pa4 kvr local
+	xfer fence -n 4 -j 2 -l 64K pa kvr local
+}
+
+# stats show: one WRITE of 64 segments contiguous on both sides (seed
+# 003's page size 1) is one job, 64 segments in, one work request out,
+# one doorbell, on the one QP of pa.
+stats_of() {
+	kxferctl -j stats show "$1" | jq -r ".[0].$2"
+}
+
+t_stats() {
+	on_a && return 0
+	local segs=() i before=() after=() keys="jobs ok bytes segs wrs qp_list[0].wrs qp_list[0].doorbells qp_list[0].parts err_flush"
+	for i in $(seq 0 63); do
+		segs+=("$((i * 16)):$((i * 16)):16")
+	done
+	for k in $keys; do before+=("$(stats_of pa "$k")"); done
+	xfer job pa kvr local write "${segs[@]}"
+	for k in $keys; do after+=("$(stats_of pa "$k")"); done
+	local want=(1 1 1024 64 1 1 1 1 0) n=0
+	for k in $keys; do
+		local d=$((after[n] - before[n]))
+		echo "$k: ${before[n]} -> ${after[n]} (+$d, want +${want[n]})"
+		[ "$d" = "${want[n]}" ] || return 1
+		n=$((n + 1))
+	done
+	kxferctl stats show pa | tee /tmp/stats.txt
+	grep -q 'segs/wr' /tmp/stats.txt
+	kxferctl -j stats show pa4 | jq -e '.[0].qp_list | length == 4' >/dev/null
+	# every planned WR of pa4's successful jobs was posted on some QP
+	kxferctl -j stats show pa4 |
+		jq -e '.[0] | (.qp_list | map(.wrs) | add) >= 1 and
+			(.qp_list | map(.doorbells) | add) <= (.qp_list | map(.wrs) | add)' >/dev/null
+	expect_error "no such peer" kxferctl stats show nosuch
+}
+
+# Tracepoints: a NOTIFY job shows as job_submit, job_complete and notify
+# (sent) on b and notify (received) on a.
+trace_on() {
+	echo >/sys/kernel/tracing/trace
+	echo 1 >/sys/kernel/tracing/events/kxfer/enable
+}
+
+trace_off() {
+	echo 0 >/sys/kernel/tracing/events/kxfer/enable
+}
+
+t_trace() {
+	trace_on
+	defer trace_off
+	if on_a; then
+		barrier tr-on
+		barrier tr-done
+		grep -E 'notify: peer=[0-9]+ received export=kvr value=0x77 bytes=4096' \
+			/sys/kernel/tracing/trace
+		return 0
+	fi
+	barrier tr-on
+	xfer job -N 0x77 pa kvr local write 0:0:4096
+	barrier tr-done
+	local t=/sys/kernel/tracing/trace
+	grep -E 'job_submit: peer=[0-9]+ user_data=0x2a op=1 flags=0x1 segs=1 wrs=1 qps=1 bytes=4096' $t
+	grep -E 'job_complete: peer=[0-9]+ user_data=0x2a status=0 wc_status=0 bytes=4096' $t
+	grep -E 'notify: peer=[0-9]+ sent export=kvr value=0x77 bytes=4096' $t
+}
+
+# One 64 MiB WRITE job, over 1 and 4 QPs: its wall time (submit to
+# completion, measured by xfer), and the data on a, byte for byte.
+t_write_64m() {
+	if on_a; then
+		kxferctl pool add big size 64M mode 0666
+		kxferctl export add bigx pool big access write
+		barrier w64-ready
+		barrier w64-done
+		xfer check big 0 64M seed:64
+		kxferctl export del bigx
+		kxferctl pool del big
+		return 0
+	fi
+	kxferctl pool add bigsrc size 64M mode 0666
+	defer kxferctl pool del bigsrc
+	xfer fill bigsrc 0 64M seed:64
+	barrier w64-ready
+	busywait 10000 has_rexport pa bigx
+	busywait 10000 has_rexport pa4 bigx
+	local p
+	for p in pa pa4; do
+		xfer job -T "$p" bigx bigsrc write 0:0:64M | tee /tmp/w64
+		echo "$p: 64 MiB WRITE $(sed -n 's/.*time \([0-9]*\) us.*/\1/p' /tmp/w64) us" |
+			tee -a "$KXFER_OUT/write-64m.txt"
+	done
+	barrier w64-done
+}
+
 # b's RDMA device goes away under a live session and comes back.
 t_device_delete() {
 	if on_a; then
 		barrier dd-done
 		return 0
 	fi
+	# A verified stream in flight on 4 QPs: the removal ends it (every
+	# job completes, in error, flushed: kxfer:wr_error fires), and the
+	# removal itself does not wait for the process.
+	echo >/sys/kernel/tracing/trace
+	echo 1 >/sys/kernel/tracing/events/kxfer/wr_error/enable
+	defer sh -c 'echo 0 >/sys/kernel/tracing/events/kxfer/wr_error/enable'
+	xfer random pa4 kvr local -s 50 -n 1000000 -m 8 -l 64K -b 64 -q \
+		>/tmp/dd-stream 2>&1 &
+	local stream=$! rc=0 t0
+	sleep 2
+	kill -0 "$stream"
+	t0=$(now_ms)
 	rdma link delete rxe0
 	defer_readd_rxe0
+	echo "rdma link delete took $(($(now_ms) - t0)) ms"
+	busywait 10000 check_fail kill -0 "$stream" 2>/dev/null
+	wait "$stream" || rc=$?
+	echo "job stream ended after $(($(now_ms) - t0)) ms, status $rc:"
+	cat /tmp/dd-stream
+	[ "$rc" = 1 ]
+	grep -E 'wr_error: peer=[0-9]+ qp=[0-9]+ wc_status=5 ' \
+		/sys/kernel/tracing/trace >/tmp/dd-wr-error || true
+	head -3 /tmp/dd-wr-error
+	[ -s /tmp/dd-wr-error ]
 	busywait 10000 check_fail peer_state pa up 2>/dev/null
 	peer_json pa
 	# (last_error moves on with the reconnect attempts that follow)
@@ -484,6 +640,11 @@ ktest2 random_1qp t_random_1qp
 ktest2 random_4qp t_random_4qp
 ktest2 notify_1qp t_notify_1qp
 ktest2 notify_4qp t_notify_4qp
+ktest2 atomics t_atomics
+ktest2 fence t_fence
+ktest2 stats t_stats
+ktest2 trace t_trace
+ktest2 write_64m t_write_64m
 ktest2 backpressure t_backpressure
 ktest2 withdraw_live t_withdraw_live
 ktest2 export_add_del_live t_export_add_del_live

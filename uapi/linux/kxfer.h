@@ -153,6 +153,14 @@ struct kxfer_segment {
 enum kxfer_op {
 	KXFER_OP_WRITE = 1,	/* local pool -> remote export */
 	KXFER_OP_READ,		/* remote export -> local pool */
+	/*
+	 * The 8-byte atomics: one segment of len 8, both offsets 8-byte
+	 * aligned, on an export with KXFER_ACCESS_ATOMIC.  The remote's
+	 * 8 bytes before the operation land at the segment's local_off,
+	 * little-endian, when the job completes.
+	 */
+	KXFER_OP_CAS,		/* if remote == compare_add: remote = swap */
+	KXFER_OP_FADD,		/* remote += compare_add */
 };
 
 /*
@@ -163,7 +171,14 @@ enum kxfer_op {
  * reached the remote's NIC.
  */
 #define KXFER_JOB_NOTIFY	(1U << 0)
-#define KXFER_JOB_FLAGS		KXFER_JOB_NOTIFY
+/*
+ * The job starts only after every job this file submitted earlier to the
+ * same peer has completed (its event is posted); the jobs after it wait
+ * behind it.  Without FENCE, jobs of one file to one peer take effect in
+ * submission order only on one QP.
+ */
+#define KXFER_JOB_FENCE		(1U << 1)
+#define KXFER_JOB_FLAGS		(KXFER_JOB_NOTIFY | KXFER_JOB_FENCE)
 
 /**
  * struct kxfer_job - one transfer between an attached pool and a remote
@@ -177,6 +192,8 @@ enum kxfer_op {
  * @segs: user pointer to struct kxfer_segment[@nsegs]
  * @user_data: returned in the job's completion event
  * @notify_value: with KXFER_JOB_NOTIFY, the value the remote is given
+ * @compare_add: CAS: the value compared; FADD: the value added; else 0
+ * @swap: CAS: the value stored if equal; else 0
  * @reserved: must be 0
  */
 struct kxfer_job {
@@ -189,6 +206,8 @@ struct kxfer_job {
 	__u64 segs;
 	__u64 user_data;
 	__u64 notify_value;
+	__u64 compare_add;
+	__u64 swap;
 	__u64 reserved;
 };
 
@@ -475,6 +494,7 @@ enum {
 	KXFER_A_PEER_REMOTE_EXPORT,	/* nest, attribute-set "rexp"; repeated */
 	KXFER_A_PEER_PAD,
 	KXFER_A_PEER_ID,		/* u32, as in NOTIFY events */
+	KXFER_A_PEER_STATS,		/* nest, attribute-set "stats" */
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
@@ -487,6 +507,12 @@ enum {
 	KXFER_A_QP_NUM,			/* u32, local QPN */
 	KXFER_A_QP_REMOTE_NUM,		/* u32, remote QPN */
 	KXFER_A_QP_STATE,		/* u32, IB QP state: 0 reset .. 6 error */
+	/* statistics (KXFER_CMD_STATS_GET), since the session was made */
+	KXFER_A_QP_PARTS,		/* u64, jobs (or their stripes) started */
+	KXFER_A_QP_BYTES,		/* u64 */
+	KXFER_A_QP_WRS,			/* u64, work requests posted */
+	KXFER_A_QP_DOORBELLS,		/* u64, ib_post_send() calls */
+	KXFER_A_QP_PAD,
 
 	__KXFER_A_QP_MAX,
 	KXFER_A_QP_MAX = __KXFER_A_QP_MAX - 1
@@ -504,6 +530,32 @@ enum {
 
 	__KXFER_A_REXP_MAX,
 	KXFER_A_REXP_MAX = __KXFER_A_REXP_MAX - 1
+};
+
+/*
+ * attribute-set "stats": a session's jobs since it was made
+ * (KXFER_CMD_STATS_GET); every counter is a u64.  SEGS / WRS is the
+ * planner's coalescing ratio.
+ */
+enum {
+	KXFER_A_STATS_UNSPEC,
+	KXFER_A_STATS_JOBS,		/* accepted */
+	KXFER_A_STATS_BYTES,		/* of the accepted jobs */
+	KXFER_A_STATS_SEGS,		/* segments submitted */
+	KXFER_A_STATS_WRS,		/* work requests planned for them */
+	KXFER_A_STATS_OK,		/* jobs that completed successfully */
+	KXFER_A_STATS_NOTIFY_SENT,	/* NOTIFY jobs acknowledged */
+	KXFER_A_STATS_NOTIFY_RECV,	/* notifications from the peer */
+	KXFER_A_STATS_ERR_FLUSH,	/* jobs ended by the session going down */
+	KXFER_A_STATS_ERR_ACCESS,	/* remote refused: key, range, access */
+	KXFER_A_STATS_ERR_TIMEOUT,	/* transport retries exhausted */
+	KXFER_A_STATS_ERR_REMOTE,	/* remote operation or request error */
+	KXFER_A_STATS_ERR_STALE,	/* export withdrawn while they waited */
+	KXFER_A_STATS_ERR_OTHER,
+	KXFER_A_STATS_PAD,
+
+	__KXFER_A_STATS_MAX,
+	KXFER_A_STATS_MAX = __KXFER_A_STATS_MAX - 1
 };
 
 enum kxfer_peer_state {
@@ -545,6 +597,8 @@ enum {
 	/* monitor: NAME, STATE, ROLE, LAST_ERROR, LAST_ERRNO */
 	KXFER_CMD_PEER_STATE_NTF,
 	KXFER_CMD_PEER_DEL_NTF,		/* monitor: session gone (NAME) */
+	/* do (KXFER_A_PEER_NAME) and dump: NAME, ID, STATS, QP (counters) */
+	KXFER_CMD_STATS_GET,
 
 	__KXFER_CMD_MAX,
 	KXFER_CMD_MAX = __KXFER_CMD_MAX - 1
