@@ -105,6 +105,7 @@ int kxfer_ctrl_alloc(struct kxfer_session *s)
 	s->s_rx_seq = 0;
 	s->s_ka_sent_ns = 0;
 	s->s_ka_last_ns = 0;
+	memset(s->s_imm_halves, 0, sizeof(s->s_imm_halves));
 	return 0;
 }
 
@@ -187,10 +188,13 @@ static void kxfer_ctrl_wc_recv(struct ib_cq *cq, struct ib_wc *wc)
 					   ib_wc_status_msg(wc->status));
 		return;
 	}
-	if (wc->opcode != IB_WC_RECV) {
+	if (wc->opcode != IB_WC_RECV &&
+	    wc->opcode != IB_WC_RECV_RDMA_WITH_IMM) {
 		kxfer_session_fail(s, -EPROTO, "unexpected receive opcode");
 		return;
 	}
+	cb->cb_is_imm = wc->opcode == IB_WC_RECV_RDMA_WITH_IMM;
+	cb->cb_imm = be32_to_cpu(wc->ex.imm_data);
 	cb->cb_len = wc->byte_len;
 	/* Alive, even if the work that reads the message runs late. */
 	WRITE_ONCE(s->s_last_rx_ns, ktime_get_ns());
@@ -453,6 +457,56 @@ void kxfer_rexports_clear(struct kxfer_session *s)
 	}
 }
 
+/*
+ * One half of a NOTIFY by WRITE_WITH_IMM arrived: @desc (the message) or
+ * the immediate @token alone.  Deliver when the other half is here.  The
+ * WRITE_WITH_IMM completes only after every earlier WRITE on the QP was
+ * placed, so the job's data is visible whichever half comes last.
+ */
+static int kxfer_notify_half(struct kxfer_session *s, u32 token,
+			     const struct kxfer_msg_notify *desc,
+			     const char **why)
+{
+	struct kxfer_imm_half *h, *free = NULL;
+	unsigned int i;
+
+	for (i = 0; i < KXFER_NOTIFY_IMM_MAX; i++) {
+		h = &s->s_imm_halves[i];
+		if (!h->ih_used) {
+			free = free ?: h;
+			continue;
+		}
+		if (h->ih_token != token)
+			continue;
+		if (h->ih_have_desc == !!desc) {
+			*why = "notification token repeated";
+			return -EPROTO;
+		}
+		if (desc)
+			kxfer_notify_deliver(s, desc->mn_name,
+					     le64_to_cpu(desc->mn_value),
+					     le64_to_cpu(desc->mn_bytes));
+		else
+			kxfer_notify_deliver(s, h->ih_name, h->ih_value,
+					     h->ih_bytes);
+		h->ih_used = false;
+		return 0;
+	}
+	if (!free) {
+		*why = "too many notifications half-received";
+		return -EPROTO;
+	}
+	free->ih_used = true;
+	free->ih_token = token;
+	free->ih_have_desc = !!desc;
+	if (desc) {
+		memcpy(free->ih_name, desc->mn_name, sizeof(free->ih_name));
+		free->ih_value = le64_to_cpu(desc->mn_value);
+		free->ih_bytes = le64_to_cpu(desc->mn_bytes);
+	}
+	return 0;
+}
+
 static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 			       const char **why)
 {
@@ -472,6 +526,12 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 		kxfer_notify_deliver(s, n->mn_name, le64_to_cpu(n->mn_value),
 				     le64_to_cpu(n->mn_bytes));
 		return 0;
+	}
+	case KXFER_MSG_NOTIFY_DESC: {
+		const struct kxfer_msg_notify_desc *nd = buf;
+
+		return kxfer_notify_half(s, le32_to_cpu(nd->nd_token),
+					 &nd->nd_notify, why);
 	}
 	case KXFER_MSG_SYNC_DONE:
 		if (s->s_got_sync) {
@@ -528,6 +588,11 @@ void kxfer_ctrl_process(struct kxfer_session *s)
 		if (!cb)
 			break;
 
+		if (cb->cb_is_imm) {
+			/* A WRITE_WITH_IMM: no message, no sequence number. */
+			ret = kxfer_notify_half(s, cb->cb_imm, NULL, &why);
+			goto done;
+		}
 		ib_dma_sync_single_for_cpu(ibdev, cb->cb_dma,
 					   KXFER_CTRL_MSG_SIZE,
 					   DMA_FROM_DEVICE);
@@ -547,6 +612,7 @@ void kxfer_ctrl_process(struct kxfer_session *s)
 			if (!ret)
 				ret = kxfer_ctrl_dispatch(s, cb->cb_buf, &why);
 		}
+done:
 		if (ret) {
 			pr_warn_ratelimited("kxfer: peer %s: bad control message: %s\n",
 					    s->s_name, why);

@@ -15,7 +15,10 @@
  * 3. Stripe the WRs over the session's QPs, each QP's share a "part" of
  *    the job; a job whose destination ranges overlap stays on one QP, so
  *    that its writes land in order.  Each part is cut into batches of
- *    KXFER_JOB_BATCH WRs whose last WR alone is signaled; a part posts
+ *    up to KXFER_JOB_BATCH WRs (fewer for big WRs: at most about
+ *    KXFER_JOB_BATCH_BYTES, so that completions, which are also the
+ *    session's sign of life, come often on a slow link) whose last WR
+ *    alone is signaled; a part posts
  *    its batches as one chain (one doorbell) as far as send-queue slots
  *    allow, and waits on the QP's backlog, in submission order, for the
  *    rest.
@@ -45,6 +48,7 @@
 #include "trace.h"
 
 #define KXFER_JOB_BATCH		32
+#define KXFER_JOB_BATCH_BYTES	(4U << 20)
 
 struct kxfer_task;
 
@@ -53,6 +57,7 @@ struct kxfer_job_batch {
 	struct ib_cqe		b_cqe;
 	struct kxfer_job_part	*b_part;
 	u32			b_nwr;
+	u32			b_bytes;
 };
 
 /* A job's share of one QP: WRs in plan order, posted in order. */
@@ -64,6 +69,7 @@ struct kxfer_job_part {
 	struct ib_atomic_wr	*p_atomic;	/* instead, for CAS and FADD */
 	u32			p_nwr;
 	u32			p_posted;	/* WRs posted */
+	u32			p_batch;	/* WRs per batch */
 	u64			p_bytes;
 	struct kxfer_job_batch	*p_batches;
 	u32			p_nbatches;
@@ -101,6 +107,8 @@ struct kxfer_task {
 	struct llist_node	j_free;
 	struct list_head	j_notify_node;	/* on s_notifyq */
 	bool			j_notify;
+	bool			j_imm;		/* NOTIFY by WRITE_WITH_IMM */
+	u32			j_op;
 	u64			j_notify_value;
 	u64			j_rgen;
 	char			j_rname[KXFER_NAME_MAX];
@@ -113,6 +121,7 @@ struct kxfer_task {
 static LLIST_HEAD(kxfer_job_free_list);
 
 static void kxfer_file_refill(struct kxfer_file *kf);
+static void kxfer_job_batches_done(struct kxfer_task *job, unsigned int n);
 
 static void kxfer_job_free_work(struct work_struct *work)
 {
@@ -227,6 +236,20 @@ static void kxfer_job_finish(struct kxfer_task *job)
 	struct kxfer_session *s = job->j_sess;
 	unsigned long flags;
 
+	if (job->j_imm) {
+		/* Its WRITE_WITH_IMM and its description were acknowledged. */
+		spin_lock_irqsave(&s->s_lock, flags);
+		s->s_imm_outstanding--;
+		spin_unlock_irqrestore(&s->s_lock, flags);
+		if (!job->j_status) {
+			atomic64_inc(&s->s_stats.notify_sent);
+			atomic64_inc(&s->s_stats.notify_imm);
+			trace_notify(s->s_id, true, job->j_rname,
+				     job->j_notify_value, job->j_bytes);
+		}
+		kxfer_job_post(job);
+		return;
+	}
 	if (!job->j_notify || job->j_status) {
 		kxfer_job_post(job);
 		return;
@@ -247,6 +270,13 @@ static void kxfer_job_finish(struct kxfer_task *job)
  */
 void kxfer_job_sent(struct kxfer_task *job, int status)
 {
+	if (job->j_imm) {
+		/* The description of a WRITE_WITH_IMM: one more to wait for. */
+		if (status)
+			kxfer_job_set_error(job, status, IB_WC_WR_FLUSH_ERR);
+		kxfer_job_batches_done(job, 1);
+		return;
+	}
 	if (status) {
 		kxfer_job_set_error(job, status, IB_WC_WR_FLUSH_ERR);
 	} else {
@@ -326,18 +356,26 @@ static bool kxfer_part_post(struct kxfer_job_part *p)
 {
 	struct kxfer_qp *qp = p->p_qp;
 	const struct ib_send_wr *bad = NULL;
-	u32 first_batch = p->p_posted / KXFER_JOB_BATCH, b, n = 0;
+	u32 first_batch = p->p_posted / p->p_batch, b, n = 0;
 	struct ib_rdma_wr *last;
 	struct ib_send_wr *saved;
+	s64 bytes = 0;
 	int ret;
 
 	lockdep_assert_held(&qp->q_post_lock);
 	if (p->p_broken)
 		return true;
 	for (b = first_batch; b < p->p_nbatches; b++) {
-		if (n + p->p_batches[b].b_nwr > qp->q_sq_free)
+		const struct kxfer_job_batch *jb = &p->p_batches[b];
+
+		if (n + jb->b_nwr > qp->q_sq_free)
 			break;
-		n += p->p_batches[b].b_nwr;
+		/* Within the bytes in flight; an idle QP takes any batch. */
+		if (bytes + jb->b_bytes > qp->q_bytes_free &&
+		    (n || qp->q_bytes_free != KXFER_QP_INFLIGHT_BYTES))
+			break;
+		n += jb->b_nwr;
+		bytes += jb->b_bytes;
 	}
 	if (!n)
 		return false;
@@ -361,7 +399,9 @@ posted:
 				       p->p_wrs) : p->p_posted;
 
 		/* Whole batches before @bad are posted and will complete. */
-		done = round_down(done, KXFER_JOB_BATCH);
+		done = rounddown(done, p->p_batch);
+		for (b = first_batch; b < done / p->p_batch; b++)
+			qp->q_bytes_free -= p->p_batches[b].b_bytes;
 		qp->q_sq_free -= done - p->p_posted;
 		qp->q_wrs += done - p->p_posted;
 		p->p_posted = done;
@@ -371,6 +411,7 @@ posted:
 	}
 	qp->q_wrs += n;
 	qp->q_sq_free -= n;
+	qp->q_bytes_free -= bytes;
 	p->p_posted += n;
 	return p->p_posted == p->p_nwr;
 }
@@ -412,6 +453,7 @@ static void kxfer_job_wc_batch(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	spin_lock_irqsave(&qp->q_post_lock, flags);
 	qp->q_sq_free += b->b_nwr;
+	qp->q_bytes_free += b->b_bytes;
 	if (!qp->q_dead)
 		kxfer_qp_kick(qp);
 	spin_unlock_irqrestore(&qp->q_post_lock, flags);
@@ -446,6 +488,7 @@ void kxfer_qp_data_init(struct kxfer_session *s, struct kxfer_qp *qp)
 
 	spin_lock_irqsave(&qp->q_post_lock, flags);
 	qp->q_sq_free = s->s_depth;
+	qp->q_bytes_free = KXFER_QP_INFLIGHT_BYTES;
 	qp->q_dead = false;
 	spin_unlock_irqrestore(&qp->q_post_lock, flags);
 }
@@ -491,12 +534,67 @@ void kxfer_qps_data_fail(struct kxfer_session *s)
 		spin_unlock_irqrestore(&qp->q_post_lock, flags);
 	}
 	list_for_each_entry_safe(p, tmp, &dead, p_node) {
-		u32 posted = DIV_ROUND_UP(p->p_posted, KXFER_JOB_BATCH);
+		u32 posted = DIV_ROUND_UP(p->p_posted, p->p_batch);
 
 		list_del_init(&p->p_node);
 		kxfer_job_set_error(p->p_job, -ECONNRESET, IB_WC_WR_FLUSH_ERR);
 		kxfer_job_batches_done(p->p_job, p->p_nbatches - posted);
 	}
+}
+
+/*
+ * A NOTIFY WRITE whose WRs are all on QP 0: its last WR becomes a
+ * WRITE_WITH_IMM carrying a token, and a NOTIFY_DESC message on the same
+ * QP tells the receiver what the token notifies (see wire.h).  The
+ * receiver's completion of the WRITE_WITH_IMM comes after every earlier
+ * WRITE of the QP was placed, so no acknowledgment needs to come back
+ * before the notification leaves, unlike kxfer_job_finish()'s way.  The
+ * WRITE_WITH_IMM consumes one of the peer's control receives: it takes
+ * a control credit.  Without a credit to spare, or with
+ * KXFER_NOTIFY_IMM_MAX tokens outstanding, the job notifies the other
+ * way.  Caller holds s_mutex; the job is not posted yet.
+ */
+static void kxfer_job_imm(struct kxfer_task *job)
+{
+	struct kxfer_session *s = job->j_sess;
+	struct kxfer_job_part *p = &job->j_parts[0];
+	struct kxfer_msg_notify_desc nd = {};
+	struct ib_rdma_wr *last;
+	unsigned long flags;
+	u32 token, i;
+
+	lockdep_assert_held(&s->s_mutex);
+	if (!job->j_notify || job->j_op != KXFER_OP_WRITE || !p->p_nwr)
+		return;
+	/* Only QP 0 has receives posted: every WR must be on it. */
+	for (i = 1; i < job->j_nparts; i++)
+		if (job->j_parts[i].p_nwr)
+			return;
+	spin_lock_irqsave(&s->s_lock, flags);
+	if (!s->s_ctrl_up || s->s_imm_outstanding >= KXFER_NOTIFY_IMM_MAX ||
+	    s->s_credits < 3) {
+		spin_unlock_irqrestore(&s->s_lock, flags);
+		return;
+	}
+	s->s_credits--;
+	s->s_imm_outstanding++;
+	token = ++s->s_imm_token;
+	spin_unlock_irqrestore(&s->s_lock, flags);
+
+	last = &p->p_wrs[p->p_nwr - 1];
+	last->wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
+	last->wr.ex.imm_data = cpu_to_be32(token);
+	job->j_imm = true;
+	atomic_inc(&job->j_left);		/* the description */
+
+	memcpy(nd.nd_notify.mn_name, job->j_rname, sizeof(nd.nd_notify.mn_name));
+	nd.nd_notify.mn_gen = cpu_to_le64(job->j_rgen);
+	nd.nd_notify.mn_value = cpu_to_le64(job->j_notify_value);
+	nd.nd_notify.mn_bytes = cpu_to_le64(job->j_bytes);
+	nd.nd_token = cpu_to_le32(token);
+	kxfer_ctrl_send_job(s, KXFER_MSG_NOTIFY_DESC, nd.nd_notify.mn_name,
+			    sizeof(nd) - sizeof(nd.nd_notify.mn_hdr), job);
+	kxfer_ctrl_flush(s);
 }
 
 /* Hand the job's parts to their QPs; from here it completes by itself. */
@@ -505,6 +603,8 @@ static void kxfer_job_start(struct kxfer_task *job)
 	unsigned long flags;
 	bool dead;
 	u32 i;
+
+	kxfer_job_imm(job);
 
 	for (i = 0; i < job->j_nparts; i++) {
 		struct kxfer_job_part *p = &job->j_parts[i];
@@ -778,6 +878,7 @@ static int kxfer_job_build_atomic(struct kxfer_session *s,
 	p->p_qp = &s->s_qps[s->s_rotor++ % s->s_nqps];
 	p->p_atomic = aw;
 	p->p_nwr = 1;
+	p->p_batch = 1;
 	p->p_bytes = 8;
 	p->p_batches = b;
 	p->p_nbatches = 1;
@@ -785,6 +886,7 @@ static int kxfer_job_build_atomic(struct kxfer_session *s,
 	b->b_cqe.done = kxfer_job_wc_batch;
 	b->b_part = p;
 	b->b_nwr = 1;
+	b->b_bytes = 8;
 	job->j_err_cqe.done = kxfer_job_wc_error;
 	atomic_set(&job->j_left, 1);
 	job->j_nparts = 1;
@@ -812,7 +914,8 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	struct kxfer_gate *gate;
 	u32 i, nq, rotor, counts[KXFER_MAX_QPS] = {}, fill[KXFER_MAX_QPS] = {};
 	bool atomic = uj->op == KXFER_OP_CAS || uj->op == KXFER_OP_FADD;
-	u32 need;
+	u32 need, batch;
+	u64 wr_max;
 	bool hold;
 	unsigned long flags;
 	struct ib_rdma_wr *wrs;
@@ -975,7 +1078,11 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	size = sizeof(*job);
 	size += (size_t)plan.nwr * sizeof(*wrs);
 	size += (size_t)plan.nsge * sizeof(*sges);
-	size += (size_t)(DIV_ROUND_UP(plan.nwr, KXFER_JOB_BATCH) + nq) *
+	/* A WR is at most a stripe: batches of about BATCH_BYTES at most. */
+	wr_max = max_t(u64, 1, min_t(u64, total, plan.stripe));
+	batch = clamp_t(u64, KXFER_JOB_BATCH_BYTES / wr_max, 1,
+			KXFER_JOB_BATCH);
+	size += (size_t)(DIV_ROUND_UP(plan.nwr, batch) + nq) *
 		sizeof(*batches);
 	size += (size_t)plan.nwr * sizeof(struct kxfer_plan_wr);
 	size += (size_t)plan.nsge * sizeof(struct kxfer_plan_sge);
@@ -986,7 +1093,7 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	wrs = (void *)(job + 1);
 	sges = (void *)(wrs + plan.nwr);
 	batches = (void *)(sges + plan.nsge);
-	plan.wrs = (void *)(batches + DIV_ROUND_UP(plan.nwr, KXFER_JOB_BATCH) +
+	plan.wrs = (void *)(batches + DIV_ROUND_UP(plan.nwr, batch) +
 			    nq);
 	plan.wr_cap = plan.nwr;
 	plan.sges = (void *)(plan.wrs + plan.nwr);
@@ -1048,19 +1155,22 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	job->j_err_cqe.done = kxfer_job_wc_error;
 	for (i = 0; i < nq; i++) {
 		struct kxfer_job_part *p = &job->j_parts[i];
-		u32 w;
+		u32 w, k;
 
 		p->p_batches = batches;
-		p->p_nbatches = DIV_ROUND_UP(p->p_nwr, KXFER_JOB_BATCH);
+		p->p_batch = batch;
+		p->p_nbatches = DIV_ROUND_UP(p->p_nwr, batch);
 		batches += p->p_nbatches;
 		for (w = 0; w < p->p_nwr; w++) {
 			struct kxfer_job_batch *b =
-				&p->p_batches[w / KXFER_JOB_BATCH];
+				&p->p_batches[w / batch];
 
 			b->b_nwr++;
+			for (k = 0; k < p->p_wrs[w].wr.num_sge; k++)
+				b->b_bytes += p->p_wrs[w].wr.sg_list[k].length;
 			if (w + 1 < p->p_nwr)
 				p->p_wrs[w].wr.next = &p->p_wrs[w + 1].wr;
-			if (w + 1 == p->p_nwr || (w + 1) % KXFER_JOB_BATCH == 0) {
+			if (w + 1 == p->p_nwr || (w + 1) % batch == 0) {
 				b->b_cqe.done = kxfer_job_wc_batch;
 				b->b_part = p;
 				p->p_wrs[w].wr.wr_cqe = &b->b_cqe;
@@ -1073,6 +1183,7 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 ready:
 	INIT_LIST_HEAD(&job->j_notify_node);
 	job->j_notify = uj->flags & KXFER_JOB_NOTIFY;
+	job->j_op = uj->op;
 	job->j_notify_value = uj->notify_value;
 	job->j_rgen = pctx.rx->rx_gen;
 	memcpy(job->j_rname, pctx.rx->rx_name, sizeof(job->j_rname));

@@ -220,6 +220,12 @@ enum kxfer_cm_kind {
 };
 
 #define KXFER_CTRL_RECVS	32	/* control receives posted on QP 0 */
+/*
+ * Data bytes posted and not yet completed, per QP.  Control messages on
+ * QP 0 wait behind them; the bound keeps that wait short on a slow link
+ * (8 MiB is well above any real NIC's bandwidth-delay product).
+ */
+#define KXFER_QP_INFLIGHT_BYTES	(8LL << 20)
 #define KXFER_CTRL_SENDS	16	/* control send buffers */
 #define KXFER_REG_BATCH		32	/* REG_MR or LOCAL_INV per post */
 
@@ -241,6 +247,8 @@ enum {
  * @q_remote_qpn: the peer's QP number
  * @q_post_lock: serialises posting data WRs and slot accounting
  * @q_sq_free: send queue slots free for data WRs (s_depth at start)
+ * @q_bytes_free: bytes of data WRs that may still be posted before
+ *	completions come back (KXFER_QP_INFLIGHT_BYTES at start)
  * @q_dead: set when teardown begins; nothing is posted after it
  * @q_backlog: job parts, in submission order, waiting for slots
  */
@@ -255,8 +263,9 @@ struct kxfer_qp {
 	u32			q_remote_qpn;
 
 	/* data path (job.c) */
-	spinlock_t		q_post_lock;	/* the four below */
+	spinlock_t		q_post_lock;	/* the five below */
 	unsigned int		q_sq_free;	/* send slots for data WRs */
+	s64			q_bytes_free;
 	bool			q_dead;		/* teardown began: post nothing */
 	struct list_head	q_backlog;	/* job parts waiting for slots */
 
@@ -275,6 +284,7 @@ struct kxfer_sess_stats {
 	atomic64_t	wrs;		/* work requests out (planned) */
 	atomic64_t	ok;		/* jobs completed successfully */
 	atomic64_t	notify_sent;
+	atomic64_t	notify_imm;	/* of those, by WRITE_WITH_IMM */
 	atomic64_t	notify_recv;
 	/* jobs that ended in error, by kind */
 	atomic64_t	err_flush;	/* the session went down under them */
@@ -296,6 +306,8 @@ struct kxfer_ctrl_buf {
 	void			*cb_buf;
 	u64			cb_dma;
 	unsigned int		cb_len;
+	bool			cb_is_imm;	/* a WRITE_WITH_IMM, not a message */
+	u32			cb_imm;		/* its immediate, host order */
 };
 
 /**
@@ -428,6 +440,18 @@ struct kxfer_session {
 	struct list_head	s_regs;
 	struct list_head	s_rexports;
 	struct list_head	s_notifyq;	/* NOTIFY jobs, under s_lock */
+	/* NOTIFY by WRITE_WITH_IMM (one QP): sending side, under s_lock */
+	u32			s_imm_token;
+	unsigned int		s_imm_outstanding;
+	/* receiving side: halves waiting for their other half, s_mutex */
+	struct kxfer_imm_half {
+		u32	ih_token;
+		bool	ih_used;
+		bool	ih_have_desc;
+		char	ih_name[KXFER_NAME_MAX];
+		u64	ih_value;
+		u64	ih_bytes;
+	}			s_imm_halves[KXFER_NOTIFY_IMM_MAX];
 	u32			s_id;		/* KXFER_A_PEER_ID */
 	u64			s_conn_gen;	/* bumped each time it comes up */
 	struct kxfer_sess_stats	s_stats;

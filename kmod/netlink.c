@@ -934,6 +934,7 @@ static int kxfer_nl_fill_stats(struct sk_buff *skb, struct kxfer_session *s)
 		KXFER_A_STATS_ERR_FLUSH, KXFER_A_STATS_ERR_ACCESS,
 		KXFER_A_STATS_ERR_TIMEOUT, KXFER_A_STATS_ERR_REMOTE,
 		KXFER_A_STATS_ERR_STALE, KXFER_A_STATS_ERR_OTHER,
+		KXFER_A_STATS_NOTIFY_IMM,
 	};
 	static const int qtypes[] = {
 		KXFER_A_QP_PARTS, KXFER_A_QP_BYTES, KXFER_A_QP_WRS,
@@ -948,6 +949,7 @@ static int kxfer_nl_fill_stats(struct sk_buff *skb, struct kxfer_session *s)
 		atomic64_read(&st->err_flush), atomic64_read(&st->err_access),
 		atomic64_read(&st->err_timeout), atomic64_read(&st->err_remote),
 		atomic64_read(&st->err_stale), atomic64_read(&st->err_other),
+		atomic64_read(&st->notify_imm),
 	};
 	struct nlattr *nest;
 	unsigned int i;

@@ -216,6 +216,21 @@ int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
 			return -EINVAL;
 		}
 		return 0;
+	case KXFER_MSG_NOTIFY_DESC: {
+		const struct kxfer_msg_notify_desc *nd = buf;
+
+		if (len != sizeof(*nd))
+			goto bad_len;
+		if (kxfer_wire_check_name(nd->nd_notify.mn_name)) {
+			*why = "bad export name";
+			return -EINVAL;
+		}
+		if (nd->nd_pad) {
+			*why = "non-zero padding";
+			return -EINVAL;
+		}
+		return 0;
+	}
 	case KXFER_MSG_EXPORT_DEL:
 		if (len != sizeof(struct kxfer_msg_export_del))
 			goto bad_len;

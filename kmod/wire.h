@@ -67,6 +67,7 @@ enum kxfer_msg_type {
 	KXFER_MSG_KEEPALIVE,		/* probe; answered at once */
 	KXFER_MSG_KEEPALIVE_ACK,	/* answer; echoes the probe's stamp */
 	KXFER_MSG_NOTIFY,		/* a NOTIFY job's data has landed */
+	KXFER_MSG_NOTIFY_DESC,		/* what a WRITE_WITH_IMM notifies */
 	__KXFER_MSG_MAX,
 };
 
@@ -122,6 +123,22 @@ struct kxfer_msg_notify {
 	__le64	mn_gen;
 	__le64	mn_value;
 	__le64	mn_bytes;
+};
+
+/*
+ * A NOTIFY job on a session of one QP ends with a WRITE_WITH_IMM whose
+ * immediate is a token; this message, sent on the same QP before or
+ * after it, says what the token notifies.  The receiver delivers the
+ * notification when it has both.  A sender has at most
+ * KXFER_NOTIFY_IMM_MAX tokens outstanding (sent and not yet ended), so
+ * a receiver never holds more halves than that.
+ */
+#define KXFER_NOTIFY_IMM_MAX	16
+
+struct kxfer_msg_notify_desc {
+	struct kxfer_msg_notify	nd_notify;	/* its mn_hdr is the header */
+	__le32	nd_token;
+	__le32	nd_pad;		/* 0 */
 };
 
 struct kxfer_msg_keepalive {

@@ -491,6 +491,18 @@ t_stats() {
 		jq -e '.[0] | (.qp_list | map(.wrs) | add) >= 1 and
 			(.qp_list | map(.doorbells) | add) <= (.qp_list | map(.wrs) | add)' >/dev/null
 	expect_error "no such peer" kxferctl stats show nosuch
+
+	# NOTIFY over one QP rides the last write (WRITE_WITH_IMM); over
+	# two QPs it is a control message after both were acknowledged.
+	local sent imm
+	sent=$(stats_of pa notify_sent) imm=$(stats_of pa notify_imm)
+	xfer job -N 5 pa kvr local write 0:0:4096
+	[ "$(stats_of pa notify_sent)" = $((sent + 1)) ]
+	[ "$(stats_of pa notify_imm)" = $((imm + 1)) ]
+	sent=$(stats_of pa4 notify_sent) imm=$(stats_of pa4 notify_imm)
+	xfer job -N 6 pa4 kvr local write 4096:4096:4096 0:0:4096
+	[ "$(stats_of pa4 notify_sent)" = $((sent + 1)) ]
+	[ "$(stats_of pa4 notify_imm)" = "$imm" ]
 }
 
 # Tracepoints: a NOTIFY job shows as job_submit, job_complete and notify

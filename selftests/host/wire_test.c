@@ -209,6 +209,35 @@ TEST_F(wire, fixed_length_types)
 					    &self->why));
 }
 
+TEST_F(wire, notify_desc)
+{
+	struct kxfer_msg_notify_desc *nd = (void *)self->buf;
+	unsigned int len = sizeof(*nd);
+
+	memset(self->buf, 0, sizeof(self->buf));
+	kxfer_wire_hdr_init(&nd->nd_notify.mn_hdr, KXFER_MSG_NOTIFY_DESC, len, 1, 0);
+	put_name(nd->nd_notify.mn_name, "kv");
+	nd->nd_token = cpu_to_le32(7);
+	EXPECT_EQ(0, kxfer_wire_check(nd, len, 1, &self->why));
+
+	nd->nd_pad = cpu_to_le32(1);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(nd, len, 1, &self->why));
+	EXPECT_STREQ("non-zero padding", self->why);
+	nd->nd_pad = 0;
+
+	put_name(nd->nd_notify.mn_name, "a b");
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(nd, len, 1, &self->why));
+	EXPECT_STREQ("bad export name", self->why);
+	put_name(nd->nd_notify.mn_name, "kv");
+
+	/* A NOTIFY's length is not a NOTIFY_DESC's. */
+	kxfer_wire_hdr_init(&nd->nd_notify.mn_hdr, KXFER_MSG_NOTIFY_DESC,
+			    sizeof(struct kxfer_msg_notify), 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(nd, sizeof(struct kxfer_msg_notify),
+					    1, &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
+}
+
 TEST_F(wire, export_ok)
 {
 	unsigned int len = make_export(self->buf, 3, 1);

@@ -46,6 +46,7 @@ static const struct {
 	{ KXFER_A_STATS_SEGS,		"segs" },
 	{ KXFER_A_STATS_WRS,		"wrs" },
 	{ KXFER_A_STATS_NOTIFY_SENT,	"notify_sent" },
+	{ KXFER_A_STATS_NOTIFY_IMM,	"notify_imm" },
 	{ KXFER_A_STATS_NOTIFY_RECV,	"notify_recv" },
 	{ KXFER_A_STATS_ERR_FLUSH,	"err_flush" },
 	{ KXFER_A_STATS_ERR_ACCESS,	"err_access" },
