@@ -36,10 +36,19 @@ ADDR=$KXFER_SELF_ADDR
 DEV=$KXFER_RDMA_DEV
 RAW=$KXFER_OUT/raw
 LAT_ITERS=5000
-# Jobs in flight and per SUBMIT for the bandwidth rows: perftest's default
-# send queue depth is 128.
-QD=128
-BATCH=16
+# perftest's bandwidth tests run a number of iterations (-n): its
+# duration mode (-D) keeps a warm-up margin that, for large messages and
+# a few seconds under TCG, leaves nothing measured.  Aim at $SECS seconds
+# at EST_BPS; both tools get the same number of messages in flight
+# (perftest -t per QP, kxfer-bench -q).
+EST_BPS=70000000
+
+# iters SIZE QPS: perftest iterations per QP for about $SECS seconds
+iters() {
+	local n=$((SECS * EST_BPS / $1 / $2))
+
+	echo $((n < 32 ? 32 : n))
+}
 
 peer_up() {
 	kxferctl -j peer show "$1" 2>/dev/null | grep -q '"state":"up"'
@@ -102,23 +111,23 @@ run_row() {
 
 	case $row in
 	write_bw_64K_q1)
-		kx=(-p q1 -o write -s 64K -q "$QD" -b "$BATCH" bw)
-		pt=(ib_write_bw -s 65536 -q 1 -D "$SECS") ;;
+		kx=(-p q1 -o write -s 64K -q 128 -b 16 bw)
+		pt=(ib_write_bw -s 65536 -q 1 -t 128 -n "$(iters 65536 1)") ;;
 	write_bw_1M_q1)
-		kx=(-p q1 -o write -s 1M -q "$QD" -b "$BATCH" bw)
-		pt=(ib_write_bw -s 1048576 -q 1 -D "$SECS") ;;
+		kx=(-p q1 -o write -s 1M -q 16 -b 4 bw)
+		pt=(ib_write_bw -s 1048576 -q 1 -t 16 -n "$(iters 1048576 1)") ;;
 	read_bw_1M_q1)
-		kx=(-p q1 -o read -s 1M -q "$QD" -b "$BATCH" bw)
-		pt=(ib_read_bw -s 1048576 -q 1 -D "$SECS") ;;
+		kx=(-p q1 -o read -s 1M -q 16 -b 4 bw)
+		pt=(ib_read_bw -s 1048576 -q 1 -t 16 -n "$(iters 1048576 1)") ;;
 	write_bw_1M_q4)
-		kx=(-p q4 -o write -s 1M -q "$QD" -b "$BATCH" bw)
-		pt=(ib_write_bw -s 1048576 -q 4 -D "$SECS") ;;
+		kx=(-p q4 -o write -s 1M -q 16 -b 4 bw)
+		pt=(ib_write_bw -s 1048576 -q 4 -t 4 -n "$(iters 1048576 4)") ;;
 	read_bw_1M_q4)
-		kx=(-p q4 -o read -s 1M -q "$QD" -b "$BATCH" bw)
-		pt=(ib_read_bw -s 1048576 -q 4 -D "$SECS") ;;
+		kx=(-p q4 -o read -s 1M -q 16 -b 4 bw)
+		pt=(ib_read_bw -s 1048576 -q 4 -t 4 -n "$(iters 1048576 4)") ;;
 	write_rate_4K_q1)
-		kx=(-p q1 -o write -s 4K -q 256 -b 32 rate)
-		pt=(ib_write_bw -s 4096 -q 1 -D "$SECS") ;;
+		kx=(-p q1 -o write -s 4K -q 128 -b 32 rate)
+		pt=(ib_write_bw -s 4096 -q 1 -t 128 -n "$(iters 4096 1)") ;;
 	write_lat_8_poll)
 		kx=(-p q1 -o write -s 8 -n "$LAT_ITERS" -m poll lat)
 		pt=(ib_write_lat -s 8 -n "$LAT_ITERS") ;;
