@@ -79,17 +79,22 @@ timed() {
 	{ time "$@" 2>&1; } 2>"$file"
 }
 
-# perftest SIZE-ARGS... : server in the background, client here; the
+perftest_listening() {
+	ss -ltn | grep -q ':18515 '
+}
+
+# perftest TOOL OUT ARGS... : server in the background, client here; the
 # client's report to $out.txt, both sides' CPU times to $out.time
 # (client line then server line).
 perftest() {
 	local tool=$1 out=$2 spid rc=0
 
 	shift 2
-	timed "$out.stime" "$tool" -d "$DEV" -F "$@" >"$out.server" &
+	timed "$out.stime" timeout 120 "$tool" -d "$DEV" -F "$@" >"$out.server" &
 	spid=$!
-	sleep 1
-	timed "$out.ctime" timeout 60 "$tool" -d "$DEV" -F "$@" "$ADDR" >"$out.txt" || rc=$?
+	# The server is slow to start under TCG: connect once it listens.
+	busywait 30000 perftest_listening || true
+	timed "$out.ctime" timeout 120 "$tool" -d "$DEV" -F "$@" "$ADDR" >"$out.txt" || rc=$?
 	wait "$spid" || rc=$?
 	cat "$out.ctime" "$out.stime" >"$out.time"
 	rm -f "$out.ctime" "$out.stime"
