@@ -169,8 +169,8 @@ for rep in $(seq 1 "$REPS"); do
 	done
 	# seed 003 and the planner: kxfer only
 	echo "rep $rep: kv, plan"
-	kxbench "$dir/kv_q1.kxfer" -p q1 kv
-	kxbench "$dir/kv_q4.kxfer" -p q4 kv
+	kxbench "$dir/kv_q1.kxfer" -p q1 -t 1 kv
+	kxbench "$dir/kv_q4.kxfer" -p q4 -t 1 kv
 	kxbench "$dir/plan.kxfer" -t 1 plan
 done
 echo "bench done"
