@@ -7,6 +7,8 @@
 #   make check        install what is missing, build, run every test (guests
 #                     on Debian 6.1 and 6.12; KXFER_KVERS=6.1 for one)
 #   make deps         install the Debian packages the project needs
+#   make bench        kxfer-bench against perftest in one guest (6.1): table
+#                     of medians and ratios, JSON in build/bench/
 #
 # KDIR defaults to the running kernel's build tree when it exists, else
 # to the installed Debian 6.1 (linux-headers-amd64) headers.
@@ -32,7 +34,7 @@ else
 KDIR ?= /usr/src/linux-headers-$(call kxfer_hdr,6.1.)
 endif
 
-.PHONY: all module guest-modules tools selftests clean deps check help
+.PHONY: all module guest-modules tools selftests clean deps check bench help
 
 all: module tools selftests
 
@@ -59,6 +61,7 @@ guest-modules:
 tools:
 	$(MAKE) -C $(TOP)/tools/kxferctl
 	$(MAKE) -C $(TOP)/tools/libkxfer
+	$(MAKE) -C $(TOP)/tools/kxfer-bench
 
 selftests:
 	@if [ -f $(TOP)/selftests/Makefile ]; then $(MAKE) -C $(TOP)/selftests; fi
@@ -67,6 +70,7 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(TOP) clean
 	$(MAKE) -C $(TOP)/tools/kxferctl clean
 	$(MAKE) -C $(TOP)/tools/libkxfer clean
+	$(MAKE) -C $(TOP)/tools/kxfer-bench clean
 	@if [ -f $(TOP)/selftests/Makefile ]; then $(MAKE) -C $(TOP)/selftests clean; fi
 
 deps:
@@ -76,5 +80,11 @@ check: deps
 	$(MAKE) all guest-modules
 	KXFER_KVERS="$(KXFER_KVERS)" bash $(TOP)/selftests/run-suite
 
+# BENCH_ARGS: tools/bench/run's options (--reps N --secs S --rows "...")
+bench: deps
+	$(MAKE) all
+	$(MAKE) guest-modules KXFER_KVERS=6.1
+	bash $(TOP)/tools/bench/run $(BENCH_ARGS)
+
 help:
-	@sed -n '3,13p' $(TOP)/Makefile
+	@sed -n '3,15p' $(TOP)/Makefile

@@ -10,6 +10,8 @@
 source "$KXFER_TOP/selftests/rig/lib.sh"
 # shellcheck source=common.sh
 source "$KXFER_TOP/selftests/guest/common.sh"
+# shellcheck source=bench-smoke.sh
+source "$KXFER_TOP/selftests/guest/bench-smoke.sh"
 
 cd "$KXFER_TOP" || exit 1
 
@@ -245,6 +247,7 @@ ktest pool_survives_device_removal t_pool_survives_device_removal
 ktest dev_remove_add_monitor t_dev_remove_add_monitor
 ktest rmmod_refused_while_open t_rmmod_refused_while_open
 ktest unload_load_cycles t_unload_load_cycles
+ktest bench_smoke t_bench_smoke
 ktest resources_clean t_resources_clean
 ktest module_unload t_module_unload
 exit 0
