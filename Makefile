@@ -2,7 +2,9 @@
 #
 # kxfer top-level Makefile.
 #
-#   make              build kmod/kxfer.ko, tools and selftests
+#   make demo         install what is missing, build, play seed 003's KV
+#                     push between two guests (examples/run-demo)
+#   make              build kmod/kxfer.ko, tools, examples and selftests
 #   make KVER=6.12    build the module against the Debian 6.12 headers
 #   make check        install what is missing, build, run every test (guests
 #                     on Debian 6.1 and 6.12; KXFER_KVERS=6.1 for one)
@@ -32,9 +34,10 @@ else
 KDIR ?= /usr/src/linux-headers-$(call kxfer_hdr,6.1.)
 endif
 
-.PHONY: all module guest-modules tools selftests clean deps check help
+.PHONY: all module guest-modules tools examples selftests clean deps check \
+	demo help
 
-all: module tools selftests
+all: module tools examples selftests
 
 module:
 	$(MAKE) -C $(KDIR) M=$(TOP) modules
@@ -60,6 +63,9 @@ tools:
 	$(MAKE) -C $(TOP)/tools/kxferctl
 	$(MAKE) -C $(TOP)/tools/libkxfer
 
+examples: tools
+	$(MAKE) -C $(TOP)/examples
+
 selftests:
 	@if [ -f $(TOP)/selftests/Makefile ]; then $(MAKE) -C $(TOP)/selftests; fi
 
@@ -67,6 +73,7 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(TOP) clean
 	$(MAKE) -C $(TOP)/tools/kxferctl clean
 	$(MAKE) -C $(TOP)/tools/libkxfer clean
+	$(MAKE) -C $(TOP)/examples clean
 	@if [ -f $(TOP)/selftests/Makefile ]; then $(MAKE) -C $(TOP)/selftests clean; fi
 
 deps:
@@ -76,5 +83,11 @@ check: deps
 	$(MAKE) all guest-modules
 	KXFER_KVERS="$(KXFER_KVERS)" bash $(TOP)/selftests/run-suite
 
+# The demo boots the Debian 6.1 guests (KXFER_DEMO_KVER=6.12 for the other).
+KXFER_DEMO_KVER ?= 6.1
+demo: deps
+	$(MAKE) all guest-modules KXFER_KVERS=$(KXFER_DEMO_KVER)
+	bash $(TOP)/examples/run-demo --kver $(KXFER_DEMO_KVER)
+
 help:
-	@sed -n '3,13p' $(TOP)/Makefile
+	@sed -n '3,15p' $(TOP)/Makefile
