@@ -162,7 +162,8 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			buggy = 1;
-			/* fall through */
+			send_only = 1;
+			break;
 		case 's':
 			send_only = 1;
 			break;

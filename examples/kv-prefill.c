@@ -263,8 +263,10 @@ int main(int argc, char **argv)
 		}
 		for (i = 0; i < n; i++)
 			len += segs[i].len;
-		if (kv_plan_count(&dev, segs, n, &nwr, &nsge))
-			nwr = nsge = 0;
+		if (kv_plan_count(&dev, segs, n, &nwr, &nsge)) {
+			nwr = 0;
+			nsge = 0;
+		}
 		ret = kxfer_submit(kx, &job, 1, NULL);
 		if (ret) {
 			printf("prefill: layer %u: REFUSED %s: %s\n", l, ename(ret),
