@@ -44,17 +44,19 @@ module:
 
 # The module for each guest kernel the tests boot ($(KXFER_KVERS)), built
 # out of a copy of the sources so that builds for two kernels do not
-# share objects: build/modules/<release>/kxfer.ko.
+# share objects: build/modules/<release>/kxfer.ko.  Only files that
+# changed are copied, so that an unchanged module is not rebuilt.
 KXFER_KVERS ?= 6.1 6.12
+kxfer_sync = for f in $(1); do cmp -s $$f $(2)/$${f\#\#*/} || cp $$f $(2)/; done
 guest-modules:
 	@set -e; for series in $(KXFER_KVERS); do \
 		rel=$$(basename $$(ls -d /usr/src/linux-headers-$$series.*-amd64 | head -n 1)); \
 		rel=$${rel#linux-headers-}; \
 		src=$(TOP)/build/src-$$rel; \
 		mkdir -p $$src/kmod $$src/uapi/linux $(TOP)/build/modules/$$rel; \
-		cp $(TOP)/Kbuild $$src/; \
-		cp $(TOP)/kmod/Kbuild $(TOP)/kmod/*.[ch] $$src/kmod/; \
-		cp $(TOP)/uapi/linux/kxfer.h $$src/uapi/linux/; \
+		$(call kxfer_sync,$(TOP)/Kbuild,$$src); \
+		$(call kxfer_sync,$(TOP)/kmod/Kbuild $(TOP)/kmod/*.[ch],$$src/kmod); \
+		$(call kxfer_sync,$(TOP)/uapi/linux/kxfer.h,$$src/uapi/linux); \
 		$(MAKE) -s -C /usr/src/linux-headers-$$rel M=$$src modules; \
 		cp $$src/kmod/kxfer.ko $(TOP)/build/modules/$$rel/; \
 	done
