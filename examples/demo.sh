@@ -39,6 +39,7 @@ export PATH="$KXFER_TOP/examples:$PATH"
 DEMO_DECODE_ADDR=10.99.0.1
 DEMO_PREFILL_ADDR=10.99.0.2
 DEMO_TMP=/tmp/kxfer-demo
+DEMO_QPS=${DEMO_QPS:-1}	# QPs of the session (kv-prefill works with any)
 
 demo_is_decode() { [ "$KXFER_GUEST" = a ]; }
 
@@ -159,7 +160,7 @@ demo_setup() {
 		demo_step 2
 		demo_cmd kxferctl pool add kv-prefill size 2052K
 		demo_cmd kxferctl export add kv-inbox pool kv-prefill offset 2M len 4K peer decode access write
-		demo_cmd kxferctl peer add decode "$DEMO_DECODE_ADDR"
+		demo_cmd kxferctl peer add decode "$DEMO_DECODE_ADDR" qps "$DEMO_QPS"
 		busywait 20000 demo_peer_up decode
 		busywait 10000 demo_has_rexport decode kv
 		demo_cmd kxferctl peer show decode
