@@ -17,7 +17,8 @@
 #      prefill's inbox (over kxfer, with a notification); prefill pushes
 #      the KV layer by layer, one job per layer, the notification on the
 #      last; decode checks every byte and shows what landed; prefill
-#      shows the work requests against the uncoalesced count
+#      shows the work requests against the uncoalesced count: the plan
+#      it computed and the kernel's counters (kxferctl stats show)
 #   4. a buggy block list names a block past the end of decode's export:
 #      the kernel refuses the job (ERANGE), nothing is sent
 #   5. decode withdraws its export while prefill holds a handle to it:
@@ -84,15 +85,28 @@ demo_plan_spec() {
 		" mr=\([.max_fast_reg_page_list_len, 512] | min * 4096) chunks=\($c)"'
 }
 
-# The kernel's own count, once the module has per-peer statistics
-# (kxferctl stats show); until then kv-prefill's plan stands alone.
-demo_stats() {
-	if kxferctl stats help >/dev/null 2>&1; then
-		echo "prefill: the kernel's counters for peer $1:"
-		kxferctl stats show "$1" | sed 's/^/prefill:   /'
-	else
-		echo "prefill: (this module has no per-peer counters yet: the count above is the planner's plan, kmod/plan.c run on the same segments)"
-	fi
+# demo_counters PEER: jobs, segments in and work requests out of the
+# session PEER so far (kxferctl stats show)
+demo_counters() {
+	kxferctl -j stats show "$1" | jq -r '.[0] | "\(.jobs) \(.segs) \(.wrs)"'
+}
+
+# demo_push_counted N ARGS...: demo_prefill N ARGS, then what the kernel
+# counted for it, which must be what kv-prefill's plan said
+demo_push_counted() {
+	local before after jobs segs wrs plan
+
+	read -ra before <<<"$(demo_counters decode)"
+	demo_prefill "$@"
+	read -ra after <<<"$(demo_counters decode)"
+	jobs=$((after[0] - before[0]))
+	segs=$((after[1] - before[1]))
+	wrs=$((after[2] - before[2]))
+	echo "prefill: the kernel counted $jobs jobs, $segs segments in, $wrs work requests out (kxferctl stats show decode)"
+	plan=$(sed -n 's/^prefill: work requests: \([0-9]*\) planned.*/\1/p' \
+		"$DEMO_TMP/prefill.$1.log")
+	[ "$wrs" = "$plan" ] ||
+		{ echo "prefill: but the plan said $plan"; return 1; }
 }
 
 # demo_prefill N ARGS...: run kv-prefill ARGS, passing the decode guest
@@ -188,8 +202,8 @@ demo_push() {
 		grep -q '^decode: verified 409600 bytes' "$DEMO_TMP/decode.3.log"
 	else
 		demo_step 3
-		demo_prefill 3 -p decode
-		demo_stats decode
+		demo_push_counted 3 -p decode
+		demo_cmd kxferctl stats show decode
 		grep -q '^prefill: pushed 8 layers, 409600 bytes, 112 segments in 8 jobs' "$DEMO_TMP/prefill.3.log"
 		# rxe: 32 SGEs, 2 MiB MRs; the plan is the same for any chunks
 		grep -q '^prefill: work requests: 48 planned' "$DEMO_TMP/prefill.3.log"
@@ -238,7 +252,7 @@ demo_push_again() {
 		demo_step 6
 		barrier demo-reexported 60
 		busywait 10000 demo_has_rexport decode kv
-		demo_prefill 6 -p decode
+		demo_push_counted 6 -p decode
 		grep -q '^prefill: work requests: 48 planned' "$DEMO_TMP/prefill.6.log"
 	fi
 }

@@ -8,10 +8,10 @@
  * gather entries, and splits at the stripe size, at the local pool's
  * chunk boundaries and at the remote export's MR boundaries.  kv-plan.c
  * runs that very planner (kmod/plan.c is compiled into the example) on
- * the job's segments, so the examples can print the plan without
- * counters from the kernel.  Once the module reports per-peer work
- * request counts (kxferctl stats show), those are the measurement and
- * this is the prediction to compare them with.
+ * the job's segments, so that kv-prefill can print the plan of each
+ * job; the module's own count is in its per-session counters
+ * (kxferctl stats show: segs in, wrs out), which examples/demo.sh
+ * compares with it.
  */
 #ifndef KV_PLAN_H
 #define KV_PLAN_H
