@@ -2,7 +2,9 @@
 #
 # kxfer top-level Makefile.
 #
-#   make              build kmod/kxfer.ko, tools and selftests
+#   make demo         install what is missing, build, play seed 003's KV
+#                     push between two guests (examples/run-demo)
+#   make              build kmod/kxfer.ko, tools, examples and selftests
 #   make KVER=6.12    build the module against the Debian 6.12 headers
 #   make check        install what is missing, build, run every test (guests
 #                     on Debian 6.1 and 6.12; KXFER_KVERS=6.1 for one)
@@ -34,26 +36,29 @@ else
 KDIR ?= /usr/src/linux-headers-$(call kxfer_hdr,6.1.)
 endif
 
-.PHONY: all module guest-modules tools selftests clean deps check bench help
+.PHONY: all module guest-modules tools examples selftests clean deps check \
+	demo bench help
 
-all: module tools selftests
+all: module tools examples selftests
 
 module:
 	$(MAKE) -C $(KDIR) M=$(TOP) modules
 
 # The module for each guest kernel the tests boot ($(KXFER_KVERS)), built
 # out of a copy of the sources so that builds for two kernels do not
-# share objects: build/modules/<release>/kxfer.ko.
+# share objects: build/modules/<release>/kxfer.ko.  Only files that
+# changed are copied, so that an unchanged module is not rebuilt.
 KXFER_KVERS ?= 6.1 6.12
+kxfer_sync = for f in $(1); do cmp -s $$f $(2)/$${f\#\#*/} || cp $$f $(2)/; done
 guest-modules:
 	@set -e; for series in $(KXFER_KVERS); do \
 		rel=$$(basename $$(ls -d /usr/src/linux-headers-$$series.*-amd64 | head -n 1)); \
 		rel=$${rel#linux-headers-}; \
 		src=$(TOP)/build/src-$$rel; \
 		mkdir -p $$src/kmod $$src/uapi/linux $(TOP)/build/modules/$$rel; \
-		cp $(TOP)/Kbuild $$src/; \
-		cp $(TOP)/kmod/Kbuild $(TOP)/kmod/*.[ch] $$src/kmod/; \
-		cp $(TOP)/uapi/linux/kxfer.h $$src/uapi/linux/; \
+		$(call kxfer_sync,$(TOP)/Kbuild,$$src); \
+		$(call kxfer_sync,$(TOP)/kmod/Kbuild $(TOP)/kmod/*.[ch],$$src/kmod); \
+		$(call kxfer_sync,$(TOP)/uapi/linux/kxfer.h,$$src/uapi/linux); \
 		$(MAKE) -s -C /usr/src/linux-headers-$$rel M=$$src modules; \
 		cp $$src/kmod/kxfer.ko $(TOP)/build/modules/$$rel/; \
 	done
@@ -63,6 +68,9 @@ tools:
 	$(MAKE) -C $(TOP)/tools/libkxfer
 	$(MAKE) -C $(TOP)/tools/kxfer-bench
 
+examples: tools
+	$(MAKE) -C $(TOP)/examples
+
 selftests:
 	@if [ -f $(TOP)/selftests/Makefile ]; then $(MAKE) -C $(TOP)/selftests; fi
 
@@ -71,6 +79,7 @@ clean:
 	$(MAKE) -C $(TOP)/tools/kxferctl clean
 	$(MAKE) -C $(TOP)/tools/libkxfer clean
 	$(MAKE) -C $(TOP)/tools/kxfer-bench clean
+	$(MAKE) -C $(TOP)/examples clean
 	@if [ -f $(TOP)/selftests/Makefile ]; then $(MAKE) -C $(TOP)/selftests clean; fi
 
 deps:
@@ -85,6 +94,12 @@ bench: deps
 	$(MAKE) all
 	$(MAKE) guest-modules KXFER_KVERS=6.1
 	bash $(TOP)/tools/bench/run $(BENCH_ARGS)
+
+# The demo boots the Debian 6.1 guests (KXFER_DEMO_KVER=6.12 for the other).
+KXFER_DEMO_KVER ?= 6.1
+demo: deps
+	$(MAKE) all guest-modules KXFER_KVERS=$(KXFER_DEMO_KVER)
+	bash $(TOP)/examples/run-demo --kver $(KXFER_DEMO_KVER)
 
 help:
 	@sed -n '3,15p' $(TOP)/Makefile

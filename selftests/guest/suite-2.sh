@@ -630,6 +630,19 @@ t_teardown() {
 	check_fail grep -q '^kxfer ' /proc/modules
 }
 
+# --- make demo, as a test ----------------------------------------------------------
+
+# examples/demo.sh, the story make demo plays (seed 003's KV push, the
+# ERANGE and ESTALE refusals, a push after them), with a module loaded
+# afresh as nodes "decode" (a) and "prefill" (b): every step asserts its
+# outcome (bytes checked by kv-decode, the plan, the errnos), and the
+# module is unloaded at the end with nothing left behind.
+t_demo() {
+	# shellcheck source=../../examples/demo.sh
+	source "$KXFER_TOP/examples/demo.sh"
+	demo_run
+}
+
 # Each test starts with the two guests in step: barrier ranks are reset,
 # and both meet after it, so that a test failing half-way on one side
 # (and skipping its barriers) does not put the next tests out of step.
@@ -665,4 +678,5 @@ ktest2 wrong_port t_wrong_port
 ktest2 partition t_partition
 ktest2 device_delete t_device_delete
 ktest2 teardown t_teardown
+ktest2 demo t_demo
 exit 0

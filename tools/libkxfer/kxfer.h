@@ -4,7 +4,8 @@
  *
  * A service opens the device once, attaches and maps the pools it works
  * on, looks up its peers and their remote exports by name, and then
- * submits transfer jobs and reaps their completions:
+ * submits transfer jobs and reaps their completions (and, with
+ * kxfer_notify_subscribe(), the notifications peers send it):
  *
  *	struct kxfer *kx;
  *	struct kxfer_pool_map pool;
@@ -233,6 +234,41 @@ int kxfer_submit_raw(struct kxfer *kx, struct kxfer_submit *s);
  */
 int kxfer_reap(struct kxfer *kx, struct kxfer_event *ev, unsigned int max,
 	       unsigned int min, int64_t timeout_ns, unsigned int flags);
+
+/**
+ * kxfer_notify_subscribe() - receive the notifications of a local export
+ * @kx: the context
+ * @export_name: a local export (kxferctl export show)
+ * @handle: out, the subscription: struct kxfer_event.sub of its events,
+ *	and the argument of kxfer_notify_unsubscribe()
+ *
+ * From now on every job a peer submits with KXFER_JOB_NOTIFY to this
+ * export gives this context one KXFER_EV_NOTIFY event (kxfer_reap()),
+ * after all of that job's data is visible in the pool.  Subscribe before
+ * telling the peer where to write: notifications that came earlier are
+ * not kept.
+ *
+ * The subscription is by name: it also covers an export deleted and
+ * added again under the same name.
+ *
+ * Return: 0; -EINVAL, -ENAMETOOLONG, -ENOENT (no such export), -EACCES
+ * (the caller may not attach the export's pool), -EMFILE (too many
+ * subscriptions), -ENOMEM.
+ */
+int kxfer_notify_subscribe(struct kxfer *kx, const char *export_name,
+			   uint32_t *handle);
+
+/**
+ * kxfer_notify_unsubscribe() - end a subscription
+ * @kx: the context
+ * @handle: from kxfer_notify_subscribe()
+ *
+ * Events already queued stay queued.  kxfer_close() ends every
+ * subscription of the context.
+ *
+ * Return: 0; -ENOENT (no such subscription).
+ */
+int kxfer_notify_unsubscribe(struct kxfer *kx, uint32_t handle);
 
 /**
  * kxfer_job_init() - fill a job, every other field zero

@@ -292,3 +292,28 @@ KX_EXPORT int kxfer_reap(struct kxfer *kx, struct kxfer_event *ev,
 		return -EPROTO;
 	return (int)r.count;
 }
+
+KX_EXPORT int kxfer_notify_subscribe(struct kxfer *kx, const char *export_name,
+				     uint32_t *handle)
+{
+	struct kxfer_notify_sub ns = { .flags = 0 };
+	int ret;
+
+	if (!handle)
+		return -EINVAL;
+	ret = kx_name(ns.export, export_name);
+	if (ret)
+		return ret;
+	ret = kx_ioctl(kx->kx_fd, KXFER_IOC_NOTIFY_SUBSCRIBE, &ns);
+	if (ret)
+		return ret;
+	*handle = ns.handle;
+	return 0;
+}
+
+KX_EXPORT int kxfer_notify_unsubscribe(struct kxfer *kx, uint32_t handle)
+{
+	struct kxfer_notify_sub ns = { .handle = handle };
+
+	return kx_ioctl(kx->kx_fd, KXFER_IOC_NOTIFY_UNSUBSCRIBE, &ns);
+}

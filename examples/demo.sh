@@ -1,0 +1,304 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# demo.sh: seed 003's KV push from a prefill node to a decode node, on
+# kxfer, between two guests (make demo; examples/run-demo boots them).
+#
+# Both guests run this script: guest a (10.99.0.1) is the decode node,
+# guest b (10.99.0.2) the prefill node.  They meet at a barrier before
+# every step; guest a prints the step's title.  The programs are
+# kv-decode and kv-prefill (this folder); the set-up is kxferctl.
+#
+#   1. decode creates its KV pool, exports it to prefill (write only),
+#      listens
+#   2. prefill creates its pool and inbox, connects, learns the export
+#      by name: a length and an access, never an address
+#   3. request 1: decode allocates blocks and writes the block list into
+#      prefill's inbox (over kxfer, with a notification); prefill pushes
+#      the KV layer by layer, one job per layer, the notification on the
+#      last; decode checks every byte and shows what landed; prefill
+#      shows the work requests against the uncoalesced count: the plan
+#      it computed and the kernel's counters (kxferctl stats show)
+#   4. a buggy block list names a block past the end of decode's export:
+#      the kernel refuses the job (ERANGE), nothing is sent
+#   5. decode withdraws its export while prefill holds a handle to it:
+#      prefill's push is refused (ESTALE; or EACCES from decode's NIC if
+#      the job raced the withdrawal)
+#   6. decode exports again; request 4 is pushed and checked: everything
+#      kept working
+#   7. everything is taken down; nothing is left in the RDMA stack
+#
+# Sourced by selftests/guest/suite-2.sh (t_demo), which runs demo_run
+# as a test: every step asserts its outcome.
+
+# shellcheck source-path=SCRIPTDIR source=../selftests/rig/lib.sh
+source "$KXFER_TOP/selftests/rig/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../selftests/guest/common.sh
+source "$KXFER_TOP/selftests/guest/common.sh"
+export PATH="$KXFER_TOP/examples:$PATH"
+
+DEMO_DECODE_ADDR=10.99.0.1
+DEMO_PREFILL_ADDR=10.99.0.2
+DEMO_TMP=/tmp/kxfer-demo
+DEMO_QPS=${DEMO_QPS:-1}	# QPs of the session (kv-prefill works with any)
+
+demo_is_decode() { [ "$KXFER_GUEST" = a ]; }
+
+# demo_step N TITLE: both guests finish the step before; the decode
+# guest prints the title; both start step N
+demo_step() {
+	barrier "demo-end-$(($1 - 1))" 60
+	demo_is_decode && printf '\n=== step %s: %s\n' "$1" "$2"
+	barrier "demo-step-$1" 60
+}
+
+# demo_cmd CMD...: show a command, then run it
+demo_cmd() {
+	echo "# $*"
+	"$@"
+}
+
+# (grep, not jq: jq's start-up is slow under TCG)
+demo_peer_up() {
+	kxferctl -j peer show "$1" 2>/dev/null | grep -q '"state":"up"'
+}
+
+demo_no_peers() {
+	! kxferctl -j peer show | grep -q '"state"'
+}
+
+demo_has_rexport() {
+	kxferctl -j peer show "$1" 2>/dev/null |
+		grep -q "\"remote_exports\":\[.*{\"name\":\"$2\""
+}
+
+# What the plan depends on, as kv-prefill -P wants it (see kv-plan.h).
+demo_plan_spec() {
+	local dev chunks
+
+	dev=$(kxferctl -j dev show)
+	chunks=$(kxferctl -j pool show kv-prefill |
+		jq -r '[.[0].chunks[] | "\(.size)x\(.count)"] | join(",")')
+	echo "$dev" | jq -r --arg c "$chunks" --arg s \
+		"$(cat /sys/module/kxfer/parameters/stripe)" '.[0] |
+		"max_sge=\([.max_send_sge, 32] | min) stripe=\($s)" +
+		" mr=\([.max_fast_reg_page_list_len, 512] | min * 4096) chunks=\($c)"'
+}
+
+# demo_counters PEER: jobs, segments in and work requests out of the
+# session PEER so far (kxferctl stats show)
+demo_counters() {
+	kxferctl -j stats show "$1" | jq -r '.[0] | "\(.jobs) \(.segs) \(.wrs)"'
+}
+
+# demo_push_counted N ARGS...: demo_prefill N ARGS, then what the kernel
+# counted for it, which must be what kv-prefill's plan said
+demo_push_counted() {
+	local before after jobs segs wrs plan
+
+	read -ra before <<<"$(demo_counters decode)"
+	demo_prefill "$@"
+	read -ra after <<<"$(demo_counters decode)"
+	jobs=$((after[0] - before[0]))
+	segs=$((after[1] - before[1]))
+	wrs=$((after[2] - before[2]))
+	echo "prefill: the kernel counted $jobs jobs, $segs segments in, $wrs work requests out (kxferctl stats show decode)"
+	plan=$(sed -n 's/^prefill: work requests: \([0-9]*\) planned.*/\1/p' \
+		"$DEMO_TMP/prefill.$1.log")
+	[ "$wrs" = "$plan" ] ||
+		{ echo "prefill: but the plan said $plan"; return 1; }
+}
+
+# demo_prefill N ARGS...: run kv-prefill ARGS, passing the decode guest
+# barrier demo-ready-N once it waits for the block list (or failed)
+demo_prefill() {
+	local n=$1 rc=0 log=$DEMO_TMP/prefill.$1.log
+
+	shift
+	rm -f "$DEMO_TMP/ready.$n" "$log"
+	{
+		kv-prefill -P "$DEMO_PLAN" "$@" && rc=0 || rc=$?
+		echo "$rc" >"$DEMO_TMP/rc.$n"
+	} | while IFS= read -r line; do
+		echo "$line"
+		echo "$line" >>"$log"
+		if [[ $line == "prefill: ready"* ]]; then
+			: >"$DEMO_TMP/ready.$n"
+			barrier "demo-ready-$n" 60
+		fi
+	done
+	rc=$(cat "$DEMO_TMP/rc.$n")
+	if [ ! -e "$DEMO_TMP/ready.$n" ]; then
+		: >"$KXFER_SHARED/demo-prefill-failed.$n"
+		barrier "demo-ready-$n" 60 || true
+	fi
+	return "$rc"
+}
+
+# demo_decode N ARGS...: once prefill waits, run kv-decode ARGS
+demo_decode() {
+	local n=$1
+
+	shift
+	barrier "demo-ready-$n" 60
+	if [ -e "$KXFER_SHARED/demo-prefill-failed.$n" ]; then
+		echo "decode: prefill did not start; see its output"
+		return 1
+	fi
+	kv-decode "$@" | tee "$DEMO_TMP/decode.$n.log"
+}
+
+demo_setup() {
+	mkdir -p "$DEMO_TMP"
+	rm -f "$DEMO_TMP"/*
+	if demo_is_decode; then
+		demo_step 1 "decode creates its KV pool, exports it to prefill (write only), listens"
+		kxfer_load node_name=decode
+		demo_cmd kxferctl pool add kv-decode size 2052K
+		demo_cmd kxferctl export add kv pool kv-decode len 2M peer prefill access write
+		demo_cmd kxferctl listen "$DEMO_DECODE_ADDR" allow "$DEMO_PREFILL_ADDR/32"
+		demo_cmd kxferctl pool show kv-decode
+		demo_cmd kxferctl export show
+	else
+		demo_step 1
+		kxfer_load node_name=prefill
+	fi
+
+	if demo_is_decode; then
+		demo_step 2 "prefill creates its pool and inbox, connects, learns the export by name"
+		barrier demo-connected 60
+		busywait 20000 demo_peer_up prefill
+		echo "decode: the session from prefill is up:"
+		kxferctl peer show prefill
+	else
+		demo_step 2
+		demo_cmd kxferctl pool add kv-prefill size 2052K
+		demo_cmd kxferctl export add kv-inbox pool kv-prefill offset 2M len 4K peer decode access write
+		demo_cmd kxferctl peer add decode "$DEMO_DECODE_ADDR" qps "$DEMO_QPS"
+		busywait 20000 demo_peer_up decode
+		busywait 10000 demo_has_rexport decode kv
+		demo_cmd kxferctl peer show decode
+		barrier demo-connected 60
+		DEMO_PLAN=$(demo_plan_spec)
+		echo "prefill: plan parameters: $DEMO_PLAN"
+	fi
+}
+
+demo_request() {
+	local n=$1
+
+	shift
+	if demo_is_decode; then
+		demo_decode "$n" "$@"
+	else
+		demo_prefill "$n"
+	fi
+}
+
+demo_push() {
+	if demo_is_decode; then
+		demo_step 3 "request 1: block list over kxfer, KV pushed layer by layer, one notification"
+		demo_decode 3 -p prefill -r 1 -n 100
+		grep -q '^decode: verified 409600 bytes' "$DEMO_TMP/decode.3.log"
+	else
+		demo_step 3
+		demo_push_counted 3 -p decode
+		demo_cmd kxferctl stats show decode
+		grep -q '^prefill: pushed 8 layers, 409600 bytes, 112 segments in 8 jobs' "$DEMO_TMP/prefill.3.log"
+		# rxe: 32 SGEs, 2 MiB MRs; the plan is the same for any chunks
+		grep -q '^prefill: work requests: 48 planned' "$DEMO_TMP/prefill.3.log"
+	fi
+}
+
+demo_refuse_range() {
+	if demo_is_decode; then
+		demo_step 4 "a block list with a block past the end of decode's export: refused (ERANGE)"
+		demo_decode 4 -p prefill -r 2 -n 100 -b
+	else
+		demo_step 4
+		demo_prefill 4 -p decode -x ERANGE
+		grep -q '^prefill: layer 0: REFUSED ERANGE' "$DEMO_TMP/prefill.4.log"
+		demo_peer_up decode
+	fi
+}
+
+demo_refuse_stale() {
+	if demo_is_decode; then
+		demo_step 5 "decode withdraws its export while prefill holds a handle: refused (ESTALE)"
+		# prefill has looked the export up, and waits: withdraw it
+		barrier demo-ready-5 60
+		demo_cmd kxferctl export del kv
+		kv-decode -p prefill -r 3 -n 100 -s
+	else
+		demo_step 5
+		# ESTALE when prefill's kernel has heard of the withdrawal;
+		# EACCES when the job raced it and decode's NIC refused the
+		# invalidated key (the session then reconnects).
+		demo_prefill 5 -p decode -x ESTALE -x EACCES
+		busywait 30000 demo_peer_up decode
+		echo "prefill: the session to decode is up"
+	fi
+}
+
+demo_push_again() {
+	if demo_is_decode; then
+		demo_step 6 "decode exports again; request 4 is pushed and checked"
+		demo_cmd kxferctl export add kv pool kv-decode len 2M peer prefill access write
+		barrier demo-reexported 60
+		busywait 30000 demo_peer_up prefill
+		demo_decode 6 -p prefill -r 4 -n 100
+		grep -q '^decode: verified 409600 bytes' "$DEMO_TMP/decode.6.log"
+	else
+		demo_step 6
+		barrier demo-reexported 60
+		busywait 10000 demo_has_rexport decode kv
+		demo_push_counted 6 -p decode
+		grep -q '^prefill: work requests: 48 planned' "$DEMO_TMP/prefill.6.log"
+	fi
+}
+
+demo_teardown() {
+	local r
+
+	if demo_is_decode; then
+		demo_step 7 "everything goes; nothing is left behind"
+		barrier demo-peer-gone 60
+		busywait 15000 demo_no_peers
+		demo_cmd kxferctl listen del "$DEMO_DECODE_ADDR"
+		demo_cmd kxferctl export del kv
+		demo_cmd kxferctl pool del kv-decode
+	else
+		demo_step 7
+		demo_cmd kxferctl peer del decode
+		barrier demo-peer-gone 60
+		kxferctl export del kv-inbox
+		kxferctl pool del kv-prefill
+	fi
+	for r in qp cq mr pd cm_id; do
+		if rdma resource show "$r" | grep kxfer; then
+			echo "kxfer left $r objects behind"
+			return 1
+		fi
+	done
+	rmmod kxfer
+	demo_is_decode && echo "decode: done: module unloaded, no QP, CQ, MR, PD or cm_id left"
+	return 0
+}
+
+# The whole story; returns non-zero at the first step that fails.
+demo_run() {
+	demo_setup
+	demo_push
+	demo_refuse_range
+	demo_refuse_stale
+	demo_push_again
+	demo_teardown
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+	cd "$KXFER_TOP" || exit 1
+	set -eE -o pipefail
+	trap 'echo "demo: FAILED at line $LINENO: $BASH_COMMAND" >&2' ERR
+	demo_run
+	echo "demo: guest $KXFER_GUEST done"
+fi
