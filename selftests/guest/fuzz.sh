@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
+#
+# fuzz.sh: the fuzzers and the local security checks, as ktest functions;
+# sourced by suite-1.sh (one guest) after lib.sh and common.sh.
+#
+#   t_fuzz_ioctl     selftests/fuzz_ioctl against a session to this guest
+#                    itself (rxe loopback), then a normal job, an unload
+#                    and a clean kernel log
+#   t_fuzz_nl        selftests/fuzz_nl, root and uid 65534; the objects
+#                    are back to what they were
+#   t_security       selftests/sec_test (pool access, handles, EPERM,
+#                    kernel addresses in replies) and kxferctl -j output
+#
+# Bounds: KXFER_FUZZ_SEED (default: fixed, so that a run replays),
+# KXFER_SOAK=1 for long runs (minutes instead of ~40 s).
+
+FUZZ_SEED=${KXFER_FUZZ_SEED:-20250101}
+
+# fuzz_mark NAME: a line in the kernel log that fuzz_dmesg_clean starts at
+fuzz_mark() {
+	echo "kxfer-selftest: $1 starts" >/dev/kmsg
+}
+
+# fuzz_dmesg_clean NAME: no warning, oops or lockdep report since the mark
+fuzz_dmesg_clean() {
+	local bad
+
+	bad=$(dmesg | sed -n "/kxfer-selftest: $1 starts/,\$p" |
+		grep -E '(^|[^[:alnum:]_])(BUG|WARNING|Oops)([^[:alnum:]_]|$)|Call Trace|possible circular locking|INFO: ' || true)
+	[ -z "$bad" ] && return 0
+	echo "kernel log since $1 started:"
+	echo "$bad"
+	return 1
+}
+
+fuzz_peer_up() {
+	kxferctl -j peer show self 2>/dev/null |
+		grep -q '"state":"up".*"remote_exports":\[.*"name":"fze".*"name":"fzro"'
+}
+
+fuzz_no_peers() {
+	[ "$(kxferctl -j peer show)" = "[]" ]
+}
+
+# The objects the ioctl fuzzer works on: a pool, two exports of it, and a
+# session to this guest through a listener on its own address.
+fuzz_objects_add() {
+	kxferctl pool add fz0 size 4M mode 0666
+	kxferctl export add fze pool fz0 access read,write
+	kxferctl export add fzro pool fz0 offset 1M len 64K access read
+	kxferctl listen "$KXFER_SELF_ADDR"
+	kxferctl peer add self "$KXFER_SELF_ADDR" qps 2
+	busywait 20000 fuzz_peer_up
+}
+
+fuzz_objects_del() {
+	lsmod | grep -q '^kxfer ' || return 0
+	kxferctl -j pool show fz0 >/dev/null 2>&1 || return 0
+	kxferctl peer del self || true
+	# the accepting side of the loopback goes with its connection
+	slowwait 20 fuzz_no_peers || kxferctl -j peer show
+	kxferctl listen del "$KXFER_SELF_ADDR" || true
+	kxferctl export del fze || true
+	kxferctl export del fzro || true
+	kxferctl pool del fz0 || true
+}
+
+t_fuzz_ioctl() {
+	local secs=30 iters=100000 threads=4
+
+	if [ "${KXFER_SOAK:-0}" = 1 ]; then
+		secs=600 iters=100000000 threads=6
+	fi
+	kxfer_load
+	fuzz_mark fuzz_ioctl
+	fuzz_objects_add
+	defer fuzz_objects_del
+	fuzz_ioctl --seed "$FUZZ_SEED" --threads "$threads" \
+		--iterations "$iters" --time "$secs" --peer self \
+		--pool fz0 --export fze --export-ro fzro
+	# The module still works: a normal job, read back.
+	xfer fill fz0 0 4096 char:Z
+	xfer job self fze fz0 write 0:2097152:4096
+	xfer check fz0 2097152 4096 char:Z
+	fuzz_objects_del
+	slowwait 20 fuzz_no_peers
+	# No object is left: the pools and exports are those before.
+	[ "$(kxferctl -j pool show | jq 'map(select(.name == "fz0")) | length')" = 0 ]
+	[ "$(kxferctl -j export show | jq 'map(select(.name | startswith("fz"))) | length')" = 0 ]
+	# It unloads, and the kernel said nothing bad.
+	rmmod kxfer
+	check_fail grep -q '^kxfer ' /proc/modules
+	fuzz_dmesg_clean fuzz_ioctl
+	kxfer_load
+}
