@@ -46,6 +46,13 @@
 
 #include <linux/kxfer.h>
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
+#ifndef __printf
+#define __printf(a, b)	__attribute__((format(printf, a, b)))
+#endif
+
 #define DEV		"/dev/kxfer"
 #define PAGE		4096UL
 #define NSHARED		2
@@ -133,8 +140,7 @@ static double elapsed(void)
 }
 
 struct thr;
-static void fail(struct thr *t, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+static __printf(2, 3) void fail(struct thr *t, const char *fmt, ...);
 
 /* ---------------------------------------------------------------------- */
 /* Random numbers                                                          */
@@ -173,7 +179,7 @@ static __u64 rval(__u64 *s)
 
 	switch (rbelow(s, 4)) {
 	case 0:
-		return edges[rbelow(s, sizeof(edges) / sizeof(edges[0]))];
+		return edges[rbelow(s, ARRAY_SIZE(edges))];
 	case 1:
 		return rnd(s);
 	case 2:
@@ -471,7 +477,7 @@ static void pick_name(struct thr *t, char *name, const char *good)
 		break;
 	case 2:
 	case 3:
-		strcpy(name, other[rbelow(&t->rng, sizeof(other) / sizeof(other[0]))]);
+		strcpy(name, other[rbelow(&t->rng, ARRAY_SIZE(other))]);
 		break;
 	case 4:		/* good name, garbage after the NUL */
 		strcpy(name, good);
@@ -1253,10 +1259,10 @@ static void fz_unknown(struct thr *t, struct kfd *k)
 		dir = rbelow(&t->rng, 4);
 		cmd = _IOC(dir, 0xE7 + rbelow(&t->rng, 3) * (chance(&t->rng, 4)),
 			   nr, size);
-		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		for (i = 0; i < ARRAY_SIZE(known); i++)
 			if (cmd == known[i])
 				break;
-	} while (i < sizeof(known) / sizeof(known[0]));
+	} while (i < ARRAY_SIZE(known));
 	snprintf(t->desc, sizeof(t->desc), "ioctl fd %d cmd 0x%lx", k->fd, cmd);
 	ret = do_ioctl(k->fd, cmd, chance(&t->rng, 2) ? buf : NULL, &err);
 	check_errno(t, C_UNKNOWN, ret, err, ENOTTY, NULL);
@@ -1315,10 +1321,10 @@ static void fz_mmap(struct thr *t, struct kfd *k, bool victim)
 		fail(t, "mmap succeeded");
 	/* Touch the first and the last page. */
 	if (prot & PROT_WRITE) {
-		((volatile char *)a)[0] = 1;
-		((volatile char *)a)[len - 1] = 2;
+		__atomic_store_n((char *)a, 1, __ATOMIC_RELAXED);
+		__atomic_store_n((char *)a + len - 1, 2, __ATOMIC_RELAXED);
 	} else {
-		(void)((volatile char *)a)[len - 1];
+		(void)__atomic_load_n((char *)a + len - 1, __ATOMIC_RELAXED);
 	}
 	slot = rbelow(&t->rng, MAXMAPS);
 	unmap_one(t, slot);
@@ -1333,7 +1339,8 @@ static void touch_maps(struct thr *t)
 
 	for (i = 0; i < MAXMAPS; i++)
 		if (t->maps[i].addr)
-			(void)((volatile char *)t->maps[i].addr)[t->maps[i].len / 2];
+			(void)__atomic_load_n((char *)t->maps[i].addr +
+					      t->maps[i].len / 2, __ATOMIC_RELAXED);
 }
 
 /* One random operation on file @k. */
@@ -1496,7 +1503,7 @@ static void on_signal(int sig)
 {
 }
 
-static void usage(void)
+static void help(void)
 {
 	fprintf(stderr,
 		"usage: fuzz_ioctl [-s SEED] [-i ITERATIONS] [-t THREADS] [-T SECONDS]\n"
@@ -1572,11 +1579,11 @@ int main(int argc, char **argv)
 			opt_verbose = 1;
 			break;
 		default:
-			usage();
+			help();
 		}
 	}
 	if (!opt_threads || opt_threads > 64 || !opt_seed)
-		usage();
+		help();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("# fuzz_ioctl: seed %llu, %u threads, %lu iterations each, %u s at most, pool %s, peer %s\n",
 	       (unsigned long long)opt_seed, opt_threads, opt_iters, opt_time,

@@ -38,6 +38,13 @@
 
 #include "nl.h"
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
+#ifndef __printf
+#define __printf(a, b)	__attribute__((format(printf, a, b)))
+#endif
+
 #define NOBODY		65534
 #define MAXMSG		8192
 
@@ -45,6 +52,7 @@ static __u64 opt_seed;
 static unsigned long opt_iters = 5000;
 static unsigned int opt_time = 30;
 static int opt_unpriv, opt_cleanup, opt_verbose;
+static int unpriv;	/* this process runs without privilege */
 static __u64 rng;
 static int failures;
 static unsigned long iter;
@@ -73,14 +81,14 @@ static bool chance(unsigned int one_in)
 	return rbelow(one_in) == 0;
 }
 
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static __printf(1, 2) void fail(const char *fmt, ...);
 
 static void fail(const char *fmt, ...)
 {
 	va_list ap;
 
 	printf("FAIL seed %llu%s iteration %lu: ", (unsigned long long)opt_seed,
-	       opt_unpriv ? " (unprivileged)" : "", iter);
+	       unpriv ? " (unprivileged)" : "", iter);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -217,7 +225,7 @@ static const struct attr a_rexp[] = {
 	[KXFER_A_REXP_PAD] = { T_PAD },
 };
 
-#define SET(a) { a, sizeof(a) / sizeof(a[0]) - 1 }
+#define SET(a) { a, ARRAY_SIZE(a) - 1 }
 static const struct {
 	const struct attr	*a;
 	unsigned int		max;
@@ -241,18 +249,16 @@ static enum aset nest_set(enum aset parent, unsigned int type)
 	return sets[parent].a[type].nest;
 }
 
-/* Errors common to every command: the core's and the policies'. */
-#define COMMON EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE
-
-static const int e_dev_get[] = { COMMON, ENODEV, 0 };
-static const int e_pool_new[] = { COMMON, EEXIST, ENOSPC, 0 };
-static const int e_pool_del[] = { COMMON, ENOENT, EBUSY, 0 };
-static const int e_get[] = { COMMON, ENOENT, 0 };
-static const int e_export_new[] = { COMMON, EEXIST, ENOENT, 0 };
-static const int e_del[] = { COMMON, ENOENT, 0 };
-static const int e_listen_new[] = { COMMON, EEXIST, EADDRNOTAVAIL, EADDRINUSE,
+/* Errors of each command; the first five: the core's and the policies'. */
+static const int e_dev_get[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, ENODEV, 0 };
+static const int e_pool_new[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, EEXIST, ENOSPC, 0 };
+static const int e_pool_del[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, ENOENT, EBUSY, 0 };
+static const int e_get[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, ENOENT, 0 };
+static const int e_export_new[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, EEXIST, ENOENT, 0 };
+static const int e_del[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, ENOENT, 0 };
+static const int e_listen_new[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, EEXIST, EADDRNOTAVAIL, EADDRINUSE,
 				    ENODEV, EAFNOSUPPORT, 0 };
-static const int e_peer_new[] = { COMMON, EEXIST, 0 };
+static const int e_peer_new[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, EEXIST, 0 };
 
 struct cmd {
 	const char	*name;
@@ -308,7 +314,7 @@ static __u64 val64(void)
 
 	if (chance(4))
 		return rnd();
-	return v[rbelow(sizeof(v) / sizeof(v[0]))];
+	return v[rbelow(ARRAY_SIZE(v))];
 }
 
 static __u32 val32(void)
@@ -320,7 +326,7 @@ static __u32 val32(void)
 
 	if (chance(4))
 		return rnd();
-	return v[rbelow(sizeof(v) / sizeof(v[0]))];
+	return v[rbelow(ARRAY_SIZE(v))];
 }
 
 static void put_addr(struct knl *nl, __u16 type)
@@ -346,7 +352,7 @@ static void put_addr(struct knl *nl, __u16 type)
 		break;
 	default:
 		len = 4;
-		inet_pton(AF_INET, a4[rbelow(sizeof(a4) / sizeof(a4[0]))], b);
+		inet_pton(AF_INET, a4[rbelow(ARRAY_SIZE(a4))], b);
 	}
 	knl_put(nl, type, b, len);
 }
@@ -423,7 +429,7 @@ static void put_value(struct knl *nl, __u16 type, enum t t, enum aset nest,
 			break;
 		default:
 			knl_put_str(nl, type,
-				    names[rbelow(sizeof(names) / sizeof(names[0]))]);
+				    names[rbelow(ARRAY_SIZE(names))]);
 		}
 		break;
 	case T_BIN:
@@ -680,7 +686,7 @@ static void one(struct knl *nl)
 	if (c && c->dumpit && chance(2))
 		flags |= NLM_F_DUMP;
 	if (chance(5))
-		flags |= fl[rbelow(sizeof(fl) / sizeof(fl[0]))];
+		flags |= fl[rbelow(ARRAY_SIZE(fl))];
 	build(nl, cmd, flags);
 	/* Truncations: no room for the genl header; trailing bytes. */
 	if (chance(60)) {
@@ -713,7 +719,7 @@ static void one(struct knl *nl)
 		n_ok++;
 		if (short_hdr || !c)
 			fail("accepted");
-		else if (opt_unpriv && c->admin)
+		else if (unpriv && c->admin)
 			fail("%s succeeded without CAP_NET_ADMIN", c->name);
 		else if (dump && !c->dumpit)
 			fail("dump of a command without one succeeded");
@@ -732,7 +738,7 @@ static void one(struct knl *nl)
 			     strerror(err));
 		return;
 	}
-	if (opt_unpriv && c->admin) {
+	if (unpriv && c->admin) {
 		/* 6.12 looks the operation up with its do/dump kind first */
 		if (err == EPERM || (err == EOPNOTSUPP && dump && !c->dumpit))
 			n_eperm++;
@@ -741,7 +747,7 @@ static void one(struct knl *nl)
 			     c->name, strerror(err));
 		return;
 	}
-	if (err == EPERM && !opt_unpriv)
+	if (err == EPERM && !unpriv)
 		fail("EPERM as root");
 	if ((dump && !c->dumpit) || (!dump && !c->doit)) {
 		if (err != EOPNOTSUPP)
@@ -898,7 +904,7 @@ static int fuzz(void)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	printf("# %s: %lu requests in %.1f s: %lu succeeded, %lu reply messages; EINVAL %lu ERANGE %lu ENOENT %lu EEXIST %lu EOPNOTSUPP %lu EPERM %lu (%lu for admin commands unprivileged) ENODEV %lu EBUSY %lu ENOSPC %lu EADDRNOTAVAIL %lu\n",
-	       opt_unpriv ? "unprivileged" : "root", n_sent,
+	       unpriv ? "unprivileged" : "root", n_sent,
 	       (t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9, n_ok,
 	       n_replies, n_err[EINVAL], n_err[ERANGE], n_err[ENOENT],
 	       n_err[EEXIST], n_err[EOPNOTSUPP], n_err[EPERM], n_eperm,
@@ -907,7 +913,7 @@ static int fuzz(void)
 	return failures ? 1 : 0;
 }
 
-static void usage(void)
+static void help(void)
 {
 	fprintf(stderr,
 		"usage: fuzz_nl [-s SEED] [-i ITERATIONS] [-T SECONDS] [-u] [-v]\n"
@@ -943,11 +949,11 @@ int main(int argc, char **argv)
 			opt_verbose = 1;
 			break;
 		default:
-			usage();
+			help();
 		}
 	}
 	if (!opt_seed)
-		usage();
+		help();
 	opt_cleanup = 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("# fuzz_nl: seed %llu, %lu requests, %u s at most, then %s\n",
@@ -977,9 +983,13 @@ int main(int argc, char **argv)
 				printf("FAIL: cannot become uid %d\n", NOBODY);
 				_exit(1);
 			}
+			unpriv = 1;
+			failures = 0;
 			rng = opt_seed ^ 0x5555555555555555ULL;
 			memset(n_err, 0, sizeof(n_err));
-			n_sent = n_ok = n_replies = 0;
+			n_sent = 0;
+			n_ok = 0;
+			n_replies = 0;
 			_exit(fuzz());
 		}
 		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||

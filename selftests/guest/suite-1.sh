@@ -10,6 +10,8 @@
 source "$KXFER_TOP/selftests/rig/lib.sh"
 # shellcheck source=common.sh
 source "$KXFER_TOP/selftests/guest/common.sh"
+# shellcheck source=fuzz.sh
+source "$KXFER_TOP/selftests/guest/fuzz.sh"
 
 cd "$KXFER_TOP" || exit 1
 
@@ -243,6 +245,12 @@ ktest export_cli t_export_cli
 ktest pool_256m_timing t_pool_256m_timing
 ktest pool_survives_device_removal t_pool_survives_device_removal
 ktest dev_remove_add_monitor t_dev_remove_add_monitor
+# Hostile input and local security (fuzz.sh); the ioctl fuzzer ends with
+# an unload and a load of the module.
+ktap_run "$KXFER_TOP/selftests/sec_test"
+ktest kaddr_json t_kaddr_json
+ktest fuzz_nl t_fuzz_nl
+ktest fuzz_ioctl t_fuzz_ioctl
 ktest rmmod_refused_while_open t_rmmod_refused_while_open
 ktest unload_load_cycles t_unload_load_cycles
 ktest resources_clean t_resources_clean
