@@ -675,7 +675,7 @@ static void one(struct knl *nl)
 	unsigned int cmd;
 	__u16 flags = 0;
 	const struct cmd *c;
-	bool short_hdr = false, dump, garbage_len = false;
+	bool short_hdr = false, dump, garbage_len = false, bad_hdr;
 	int err;
 
 	if (chance(8))
@@ -699,6 +699,13 @@ static void one(struct knl *nl)
 	}
 	describe(nl, cmd, flags);
 	dump = (flags & NLM_F_DUMP) == NLM_F_DUMP;
+	/*
+	 * The genl core checks the header first (genl_header_check(), the
+	 * family has no resv_start_op): reserved must be 0, and the only
+	 * flags allowed are REQUEST, ACK, ECHO and a whole DUMP.
+	 */
+	bad_hdr = ((struct genlmsghdr *)(nl->buf + NLMSG_HDRLEN))->reserved ||
+		  ((flags & ~(dump ? NLM_F_DUMP : 0)) & ~NLM_F_ECHO);
 	if (garbage_len) {
 		/* a length past what is sent: the kernel drops it */
 		((struct nlmsghdr *)nl->buf)->nlmsg_len = nl->len + 4 + rbelow(100);
@@ -717,7 +724,7 @@ static void one(struct knl *nl)
 		n_err[err]++;
 	if (!err) {
 		n_ok++;
-		if (short_hdr || !c)
+		if (short_hdr || bad_hdr || !c)
 			fail("accepted");
 		else if (unpriv && c->admin)
 			fail("%s succeeded without CAP_NET_ADMIN", c->name);
@@ -727,9 +734,10 @@ static void one(struct knl *nl)
 			fail("do of a dump-only command succeeded");
 		return;
 	}
-	if (short_hdr) {
+	if (short_hdr || bad_hdr) {
 		if (err != EINVAL)
-			fail("short genl header: %s", strerror(err));
+			fail("%s genl header: %s, expected EINVAL",
+			     short_hdr ? "short" : "reserved bits in the", strerror(err));
 		return;
 	}
 	if (!c) {
