@@ -1109,7 +1109,7 @@ static unsigned int fz_reap(struct thr *t, struct kfd *k, bool plain,
 	void *p;
 
 	r.max = plain ? room : 1 + rbelow(&t->rng, 64);
-	r.min = plain ? 0 : rbelow(&t->rng, 3);
+	r.min = plain ? !!wait_ns : rbelow(&t->rng, 3);
 	r.timeout_ns = plain ? wait_ns : (chance(&t->rng, 3) ?
 			   rbelow(&t->rng, 2000000) : 0);
 	if (!plain) {
@@ -1387,11 +1387,15 @@ static void fz_victim(struct thr *t)
 	unsigned int r = rbelow(&t->rng, 20);
 
 	if (r == 0) {
-		if (!atomic_exchange(&v->dead, 1)) {
+		/* Not under a revival; /dev/null in before "dead" shows. */
+		pthread_rwlock_rdlock(&v->lock);
+		if (!atomic_load(&v->dead)) {
 			atomic_fetch_add(&n_calls[C_CLOSE], 1);
 			atomic_fetch_add(&n_victim_kills, 1);
 			dup2(devnull, v->fd);
+			atomic_store(&v->dead, 1);
 		}
+		pthread_rwlock_unlock(&v->lock);
 		return;
 	}
 	if (r == 1 && atomic_load(&v->dead)) {

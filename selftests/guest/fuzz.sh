@@ -4,14 +4,15 @@
 # fuzz.sh: the fuzzers and the local security checks, as ktest functions;
 # sourced by suite-1.sh (one guest) after lib.sh and common.sh.
 #
-#   t_fuzz_ioctl     selftests/fuzz_ioctl against a session to this guest
-#                    itself (rxe loopback), then a normal job, an unload
-#                    and a clean kernel log
+#   t_fuzz_ioctl     kxferctl -j shows no kernel address; selftests/
+#                    fuzz_ioctl against a session to this guest itself
+#                    (rxe loopback), then a normal job, an unload and a
+#                    clean kernel log
 #   t_fuzz_nl        selftests/fuzz_nl, root and uid 65534; the objects
 #                    are back to what they were
-#   t_kaddr_json     kxferctl -j shows no kernel address (with a session);
-#                    selftests/sec_test (run by ktap_run) checks the rest:
-#                    pool access, guessed handles, EPERM, kernel addresses
+#   (selftests/sec_test, run by ktap_run, checks local security: pool
+#   access, guessed handles, EPERM, kernel addresses in replies;
+#   t_fuzz_ioctl checks kxferctl -j output while the session is up)
 #
 # Bounds: KXFER_FUZZ_SEED (default: fixed, so that a run replays),
 # KXFER_SOAK=1 for long runs (minutes instead of ~40 s).
@@ -75,7 +76,7 @@ fuzz_objects_del() {
 }
 
 t_fuzz_ioctl() {
-	local secs=25 iters=100000 threads=4
+	local secs=20 iters=100000 threads=4
 
 	if [ "${KXFER_SOAK:-0}" = 1 ]; then
 		secs=600 iters=100000000 threads=6
@@ -84,6 +85,8 @@ t_fuzz_ioctl() {
 	fuzz_mark fuzz_ioctl
 	fuzz_objects_add
 	defer fuzz_objects_del
+	# What the tool shows, with a session, its QPs and remote exports.
+	fuzz_kaddr_json
 	fuzz_ioctl --seed "$FUZZ_SEED" --threads "$threads" \
 		--iterations "$iters" --time "$secs" --peer self \
 		--pool fz0 --export fze --export-ro fzro
@@ -104,7 +107,7 @@ t_fuzz_ioctl() {
 }
 
 t_fuzz_nl() {
-	local secs=10 iters=100000 pools exports
+	local secs=8 iters=100000 pools exports
 
 	if [ "${KXFER_SOAK:-0}" = 1 ]; then
 		secs=300 iters=100000000
@@ -145,18 +148,13 @@ fuzz_no_kaddr_json() {
 	fi
 }
 
-t_kaddr_json() {
+# The kxferctl -j output of every object kind; the objects of
+# fuzz_objects_add exist.
+fuzz_kaddr_json() {
 	local w
 
-	kxfer_load
-	fuzz_mark kaddr_json
-	# What the tool shows, with a session, its QPs and remote exports.
-	fuzz_objects_add
-	defer fuzz_objects_del
 	for w in dev pool export listen peer; do
 		fuzz_no_kaddr_json "$w"
 	done
 	kxferctl -j peer show self | grep -q '"qp_list":\[{"index":0,.*{"index":1,'
-	fuzz_objects_del
-	fuzz_dmesg_clean kaddr_json
 }

@@ -248,7 +248,6 @@ ktest dev_remove_add_monitor t_dev_remove_add_monitor
 # Hostile input and local security (fuzz.sh); the ioctl fuzzer ends with
 # an unload and a load of the module.
 ktap_run "$KXFER_TOP/selftests/sec_test"
-ktest kaddr_json t_kaddr_json
 ktest fuzz_nl t_fuzz_nl
 ktest fuzz_ioctl t_fuzz_ioctl
 ktest rmmod_refused_while_open t_rmmod_refused_while_open
