@@ -12,6 +12,8 @@ source "$KXFER_TOP/selftests/rig/lib.sh"
 source "$KXFER_TOP/selftests/guest/common.sh"
 # shellcheck source=bench-smoke.sh
 source "$KXFER_TOP/selftests/guest/bench-smoke.sh"
+# shellcheck source=fuzz.sh
+source "$KXFER_TOP/selftests/guest/fuzz.sh"
 
 cd "$KXFER_TOP" || exit 1
 
@@ -245,6 +247,11 @@ ktest export_cli t_export_cli
 ktest pool_256m_timing t_pool_256m_timing
 ktest pool_survives_device_removal t_pool_survives_device_removal
 ktest dev_remove_add_monitor t_dev_remove_add_monitor
+# Hostile input and local security (fuzz.sh); the ioctl fuzzer ends with
+# an unload and a load of the module.
+ktap_run "$KXFER_TOP/selftests/sec_test"
+ktest fuzz_nl t_fuzz_nl
+ktest fuzz_ioctl t_fuzz_ioctl
 ktest rmmod_refused_while_open t_rmmod_refused_while_open
 ktest unload_load_cycles t_unload_load_cycles
 ktest bench_smoke t_bench_smoke
