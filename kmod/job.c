@@ -49,6 +49,7 @@
 
 #define KXFER_JOB_BATCH		32
 #define KXFER_JOB_BATCH_BYTES	(4U << 20)
+#define KXFER_JOB_MAX_WRS	65536	/* 64 GiB with a 1 MiB stripe */
 
 struct kxfer_task;
 
@@ -1055,6 +1056,9 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	ret = kxfer_plan_count(&plan, segs, uj->nsegs);
 	if (pctx.gap)
 		ret = -ERANGE;
+	/* The job's memory grows with its WRs: bound it. */
+	if (!ret && plan.nwr > KXFER_JOB_MAX_WRS)
+		ret = -E2BIG;
 	if (ret)
 		goto out_unlock;
 
@@ -1086,7 +1090,7 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 		sizeof(*batches);
 	size += (size_t)plan.nwr * sizeof(struct kxfer_plan_wr);
 	size += (size_t)plan.nsge * sizeof(struct kxfer_plan_sge);
-	job = kvzalloc(size, GFP_KERNEL);
+	job = kvzalloc(size, GFP_KERNEL | __GFP_NOWARN);
 	ret = -ENOMEM;
 	if (!job)
 		goto out_unlock;
@@ -1249,6 +1253,9 @@ long kxfer_ioc_submit(struct kxfer_file *kf, void __user *uarg)
 
 	if (copy_from_user(&sub, uarg, sizeof(sub)))
 		return -EFAULT;
+	/* Where the answer goes must be writable before a job is taken. */
+	if (put_user(0U, &((struct kxfer_submit __user *)uarg)->accepted))
+		return -EFAULT;
 	i = 0;
 	if (sub.flags || !kxfer_zero(sub.reserved, sizeof(sub.reserved)) ||
 	    !sub.njobs || sub.njobs > kxfer_max_jobs_per_submit)
@@ -1360,6 +1367,8 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 	}
 
 	/* Copy out, then consume: an event is taken once it reached the user. */
+	if (put_user(0U, &((struct kxfer_reap __user *)uarg)->count))
+		return -EFAULT;
 	mutex_lock(&kf->kf_reap_mutex);
 	r.count = 0;
 	while (r.count < r.max) {

@@ -26,6 +26,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -1529,6 +1531,37 @@ static int cmd_refuse(int argc, char **argv)
 	else
 		check_completion(&r, "valid", 1, len);
 
+	/*
+	 * A REAP whose header cannot be written back is refused before it
+	 * takes an event: the completion is still there afterwards.
+	 */
+	got = kxfer_submit(c.kx, &r.base, 1, NULL);
+	if (got) {
+		report(&r, false, "reap-readonly", "expected EFAULT got refused %s",
+		       errname(got));
+	} else {
+		struct kxfer_event rev;
+		struct kxfer_reap *ro;
+		struct pollfd pfd = { .fd = kxfer_fd(c.kx), .events = POLLIN };
+
+		ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (ro == MAP_FAILED)
+			die("mmap: %s", errname(-errno));
+		memset(ro, 0, sizeof(*ro));
+		ro->events = (uintptr_t)&rev;
+		ro->max = 1;
+		if (mprotect(ro, 4096, PROT_READ))
+			die("mprotect: %s", errname(-errno));
+		if (poll(&pfd, 1, 30000) != 1)
+			die("no completion to reap: ETIMEDOUT");
+		got = ioctl(kxfer_fd(c.kx), KXFER_IOC_REAP, ro) ? errno : 0;
+		report(&r, got == EFAULT, "reap-readonly", "expected EFAULT got %s",
+		       errname(got));
+		munmap(ro, 4096);
+		check_completion(&r, "reap-readonly-kept", 1, len);
+	}
+
 	check_seg(&r, "pool-offset", ERANGE, c.pool.size, 0, len);
 	check_seg(&r, "remote-offset", ERANGE, 0, c.rx.len, len);
 	check_seg(&r, "pool-end", ERANGE, c.pool.size - len + 1, 0, len);
@@ -1554,6 +1587,34 @@ static int cmd_refuse(int argc, char **argv)
 		job.nsegs = n + 1;
 		check_jobs(&r, "too-many-segments", EINVAL, &job, 1);
 		free(many);
+	}
+
+	/*
+	 * More than 65536 work requests: 65535 scattered 8-byte segments,
+	 * one WR each, and one across the export's first MR boundary (MRs
+	 * are at most 512 pages, 2 MiB), which takes two.
+	 */
+	if (n >= 65536 && c.rx.len >= (2 << 20) + 8 && c.pool.size >= 65536 * 8) {
+		many = xcalloc(65536, sizeof(*many));
+		for (k = 0; k < 65535; k++) {
+			many[k].local_off = (uint64_t)k * 8;
+			many[k].remote_off = (uint64_t)k * 16;
+			many[k].len = 8;
+		}
+		many[65535].local_off = 0;
+		many[65535].remote_off = (2 << 20) - 8;
+		many[65535].len = 16;
+		job = r.base;
+		job.op = KXFER_OP_WRITE;
+		job.segs = (uintptr_t)many;
+		job.nsegs = 65536;
+		if (c.rx.access & KXFER_ACCESS_WRITE)
+			check_jobs(&r, "too-many-wrs", E2BIG, &job, 1);
+		else
+			printf("skip too-many-wrs (export not writable)\n");
+		free(many);
+	} else {
+		printf("skip too-many-wrs (export or pool too small)\n");
 	}
 
 	job = r.base;

@@ -76,7 +76,7 @@ fuzz_objects_del() {
 }
 
 t_fuzz_ioctl() {
-	local secs=20 iters=100000 threads=4
+	local secs=12 iters=100000 threads=4
 
 	if [ "${KXFER_SOAK:-0}" = 1 ]; then
 		secs=600 iters=100000000 threads=6

@@ -220,7 +220,8 @@ struct kxfer_job {
  *	completion event
  * @error: out, 0 if all were accepted, else the negative errno of job
  *	number @accepted, which was refused (nothing after it was looked
- *	at); -EAGAIN when the file's in-flight bound is reached
+ *	at); -EAGAIN when the file's in-flight bound is reached, -E2BIG
+ *	when the job would take more than 65536 work requests (split it)
  * @reserved: must be 0
  *
  * Return: 0 when at least one job was accepted or @njobs jobs were;
