@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
+#
+# hostile.sh: a malicious peer against a's listener (issue 7), sourced by
+# suite-2.sh after its helpers.  selftests/hostile (on b) connects with
+# malformed private data, sends malformed control messages, overruns its
+# credits and tries RDMA with guessed keys and addresses; each case has
+# one expected outcome, checked on b by hostile itself and on a here: the
+# reason logged, the listener's refusal count, no session left behind,
+# no kernel warning, and every byte of a's pools outside what the
+# attacker was granted unchanged.  b's own sessions (pa, pa4) run a
+# verified job after every phase.
+
+HP_PORT=19875		# KXFER_PORT
+HP_EXPORTS=hxe,kvblocks,kvr,kvro,kvw	# what node "evil" may learn
+
+hp_rejected() {
+	kxferctl -j listen show | jq ".[] | select(.port == $HP_PORT) | .rejected"
+}
+
+# Only b's own sessions are left on a.
+hp_only_b() {
+	[ "$(kxferctl -j peer show | jq '[.[] | select(.name != "b")] | length')" = 0 ]
+}
+
+# A short verified WRITE stream into b's own export on both sessions.
+hp_legit() {
+	xfer random pa hxb local -s "$1" -n 16 -m 4 -l 4K -b 4 -q
+	xfer random pa4 hxb local -s $(($1 + 1)) -n 16 -m 4 -l 4K -b 4 -q
+	echo "legit jobs after $2: verified"
+}
+
+# hp_run NAME ARGS...: one phase of hostile, its output kept; returns its
+# status without ending the test, so that every phase runs
+hp_run() {
+	local name=$1 rc=0
+
+	shift
+	hostile -L "$KXFER_SHARED/hp-expect" "$@" >"$KXFER_OUT/hp-$name.txt" 2>&1 || rc=$?
+	cat "$KXFER_OUT/hp-$name.txt"
+	grep '^summary' "$KXFER_OUT/hp-$name.txt" | sed "s/^/$name: /" >>"$KXFER_OUT/hostile-counts.txt"
+	return $rc
+}
+
+t_hostile_peer() {
+	local rc=0
+
+	if on_a; then
+		local rej0 rej1 want line missing=0 n0
+
+		kxferctl pool add hx size 1M mode 0666
+		defer kxferctl pool del hx
+		kxferctl export add hxe pool hx offset 64K len 64K peer evil access read,write
+		defer kxferctl export del hxe
+		kxferctl export add hxb pool hx offset 256K len 64K peer b access read,write
+		defer kxferctl export del hxb
+		kxferctl export add hxc pool hx offset 512K len 64K peer c access read,write
+		defer kxferctl export del hxc
+		# Canaries: every pool of a, known bytes.
+		xfer fill kv 0 16M seed:71
+		xfer fill decode 0 64K seed:72
+		xfer fill hx 0 1M seed:73
+		rej0=$(hp_rejected)
+		: >"$KXFER_SHARED/hp-expect"
+		n0=$(dmesg | wc -l)
+		barrier hp-ready
+		barrier hp-attacked 120
+
+		dmesg | tail -n +$((n0 + 1)) >/tmp/hp-dmesg
+		# The module is unhurt.
+		if grep -E 'WARNING:|BUG:|Oops|general protection|UBSAN|KASAN|list_(add|del) corruption|refcount_t|hung_task' \
+			/tmp/hp-dmesg; then
+			echo "kernel complained"
+			rc=1
+		fi
+		# Every reason hostile expects a to give is in the log.
+		while IFS= read -r line; do
+			grep -qF -- "$line" /tmp/hp-dmesg && continue
+			echo "not logged: $line"
+			missing=$((missing + 1))
+		done <"$KXFER_SHARED/hp-expect"
+		echo "$(wc -l <"$KXFER_SHARED/hp-expect") expected log lines, $missing missing"
+		[ "$missing" = 0 ] || rc=1
+		# Each refused request counted once.
+		rej1=$(hp_rejected)
+		want=$(cat "$KXFER_SHARED/hp-rejected")
+		echo "listener refusals: $rej0 -> $rej1 (hostile saw $want)"
+		[ $((rej1 - rej0)) = "$want" ] || rc=1
+		# No session of the attacker is left.
+		busywait 15000 hp_only_b || { kxferctl -j peer show; rc=1; }
+		peer_state b up
+		# Not one byte of a's pools changed outside what the attacker
+		# and b were granted (hxe's page at 4K was written by evil).
+		xfer check kv 0 16M seed:71
+		xfer check decode 0 64K seed:72
+		xfer check hx 0 68K seed:73
+		xfer check hx 72K 184K seed:73
+		xfer check hx 320K 704K seed:73
+		barrier hp-checked
+		return $rc
+	fi
+
+	: >"$KXFER_OUT/hostile-counts.txt"
+	barrier hp-ready
+	busywait 10000 has_rexport pa hxb
+	busywait 10000 has_rexport pa4 hxb
+	local t0 half
+	t0=$(now_ms)
+	hp_legit 300 start
+	hp_run pdata pdata || rc=1
+	hp_legit 310 pdata
+	hostile -L "$KXFER_SHARED/hp-expect" halfopen >"$KXFER_OUT/hp-halfopen.txt" 2>&1 &
+	half=$!
+	hp_run ctrl ctrl || rc=1
+	hp_legit 320 ctrl
+	hp_run overrun overrun || rc=1
+	hp_legit 330 overrun
+	hp_run rdma -e "$HP_EXPORTS" -g hxe rdma || rc=1
+	hp_legit 340 rdma
+	wait "$half" || rc=1
+	cat "$KXFER_OUT/hp-halfopen.txt"
+	grep '^summary' "$KXFER_OUT/hp-halfopen.txt" | sed 's/^/halfopen: /' >>"$KXFER_OUT/hostile-counts.txt"
+	# Refusals hostile saw, for a to compare with its counter.
+	cat "$KXFER_OUT/hp-pdata.txt" "$KXFER_OUT/hp-halfopen.txt" |
+		sed -n 's/^summary:.* connections (\([0-9]*\) rejected).*/\1/p' |
+		awk '{ n += $1 } END { print n }' >"$KXFER_SHARED/hp-rejected"
+	echo "hostile phases took $(($(now_ms) - t0)) ms" | tee -a "$KXFER_OUT/hostile-counts.txt"
+	cat "$KXFER_OUT/hostile-counts.txt"
+	barrier hp-attacked 120
+	barrier hp-checked
+	return $rc
+}
