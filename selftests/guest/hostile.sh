@@ -130,3 +130,68 @@ t_hostile_peer() {
 	barrier hp-checked
 	return $rc
 }
+
+# Kernel memory (kB) a's slab and vmalloc hold, and kmalloc-64 objects.
+hp_kmem() {
+	awk '/^Slab:|^VmallocUsed:/ { n += $2 } END { print n }' /proc/meminfo
+}
+
+hp_k64() {
+	awk '$1 == "kmalloc-64" { print $2 }' /proc/slabinfo
+}
+
+# What one peer can make a allocate must be bounded (DESIGN §3: a bad
+# message "never crashes or corrupts anything").  Two floods, each held
+# open while a measures:
+#  - KEEPALIVEs past the credits a granted (the NIC retries RNR for ever),
+#    no credit ever returned: a queues an answer to each;
+#  - EXPORT_ADDs of distinct names claiming 4096 MRs and bringing one:
+#    112 bytes on the wire ask a for a table of 128 KiB.
+# Either a ends such a session, or its memory stays within a bound far
+# below what the flood asks for.  Everything is returned afterwards.
+HL_ACKS=8000		# bound: 2000 queued answers
+HL_EXPORTS=300		# bound: 16 MiB
+t_hostile_peer_limits() {
+	local rc=0
+
+	if on_a; then
+		local k0 m0 k1 m1 m2
+
+		m0=$(hp_kmem)
+		k0=$(hp_k64)
+		barrier hl-ready
+		barrier hl-acks-holding 120
+		k1=$(hp_k64)
+		echo "kmalloc-64 objects: $k0 -> $k1 with $HL_ACKS keepalives unanswered"
+		[ $((k1 - k0)) -lt 2000 ] || { echo "unbounded: answer queue"; rc=1; }
+		barrier hl-acks-measured
+		barrier hl-exports-holding 120
+		m1=$(hp_kmem)
+		echo "slab+vmalloc: $m0 -> $m1 kB with $HL_EXPORTS exports of 4096 MRs"
+		[ $((m1 - m0)) -lt 16384 ] || { echo "unbounded: remote export tables"; rc=1; }
+		barrier hl-exports-measured
+		barrier hl-done
+		busywait 15000 hp_only_b
+		sleep 1
+		m2=$(hp_kmem)
+		echo "slab+vmalloc after: $m2 kB"
+		[ $((m2 - m0)) -lt 2048 ] || { echo "not returned"; rc=1; }
+		return $rc
+	fi
+	barrier hl-ready
+	hostile -H 60 ackflood "$HL_ACKS" >"$KXFER_OUT/hl-acks.txt" 2>&1 &
+	local fl=$!
+	busywait 100000 grep -q '^holding' "$KXFER_OUT/hl-acks.txt"
+	barrier hl-acks-holding 120
+	barrier hl-acks-measured
+	stop_process "$fl"
+	cat "$KXFER_OUT/hl-acks.txt"
+	hostile -H 60 expflood "$HL_EXPORTS" >"$KXFER_OUT/hl-exports.txt" 2>&1 &
+	fl=$!
+	busywait 100000 grep -q '^holding' "$KXFER_OUT/hl-exports.txt"
+	barrier hl-exports-holding 120
+	barrier hl-exports-measured
+	stop_process "$fl"
+	cat "$KXFER_OUT/hl-exports.txt"
+	barrier hl-done
+}
