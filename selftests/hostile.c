@@ -1863,7 +1863,8 @@ static int cmd_ackflood(unsigned int n, int hold_s)
 	}
 	pump(&s, 3000, NULL);
 	if (s.c[0].disconnected || s.sends_err)
-		result("ackflood", "ok, a ended the session after %u of %u messages (%u errors, first %s)",
+		result("ackflood",
+		       "ok, a ended the session after %u of %u messages (%u errors, first %s)",
 		       s.sends_ok - done0, n, s.sends_err,
 		       s.sends_err ? ibv_wc_status_str(s.first_send_err) : "-");
 	else
