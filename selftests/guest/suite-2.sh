@@ -10,6 +10,8 @@
 source "$KXFER_TOP/selftests/rig/lib.sh"
 # shellcheck source=common.sh
 source "$KXFER_TOP/selftests/guest/common.sh"
+# shellcheck source=hostile.sh
+source "$KXFER_TOP/selftests/guest/hostile.sh"
 
 cd "$KXFER_TOP" || exit 1
 
@@ -675,6 +677,8 @@ ktest2 withdraw_live t_withdraw_live
 ktest2 export_add_del_live t_export_add_del_live
 ktest2 not_allowed t_not_allowed
 ktest2 wrong_port t_wrong_port
+ktest2 hostile_peer t_hostile_peer
+ktest2 hostile_peer_limits t_hostile_peer_limits
 ktest2 partition t_partition
 ktest2 device_delete t_device_delete
 ktest2 teardown t_teardown
