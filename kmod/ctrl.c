@@ -125,6 +125,7 @@ void kxfer_ctrl_free(struct kxfer_session *s)
 			kxfer_job_sent(m->cm_job, -ECONNRESET);
 		kfree(m);
 	}
+	s->s_ka_ack = NULL;
 	INIT_LIST_HEAD(&s->s_rxq);
 	INIT_LIST_HEAD(&s->s_free_sends);
 	if (s->s_dev) {
@@ -325,6 +326,8 @@ void kxfer_ctrl_flush(struct kxfer_session *s)
 		spin_unlock_irqrestore(&s->s_lock, flags);
 
 		list_del(&m->cm_node);
+		if (m == s->s_ka_ack)
+			s->s_ka_ack = NULL;
 		cb->cb_job = m->cm_job;
 		memcpy(cb->cb_buf, m->cm_data, m->cm_len);
 		kxfer_wire_hdr_init(cb->cb_buf, type, m->cm_len,
@@ -380,9 +383,15 @@ static int kxfer_rexport_add(struct kxfer_session *s,
 			return -EPROTO;
 		}
 		if (rx) {
+			s->s_rexport_mrs -= rx->rx_nmrs;
 			list_del(&rx->rx_node);
 			kvfree(rx->rx_mrs);
 			kfree(rx);
+		}
+		/* What a peer makes us hold is bounded. */
+		if (nmrs > kxfer_max_remote_mrs - s->s_rexport_mrs) {
+			*why = "peer advertised too many memory regions";
+			return -EPROTO;
 		}
 		rx = kzalloc(sizeof(*rx), GFP_KERNEL);
 		if (!rx)
@@ -397,6 +406,7 @@ static int kxfer_rexport_add(struct kxfer_session *s,
 		rx->rx_gen = gen;
 		rx->rx_access = le32_to_cpu(m->me_access);
 		rx->rx_nmrs = nmrs;
+		s->s_rexport_mrs += nmrs;
 		list_add_tail(&rx->rx_node, &s->s_rexports);
 	} else if (!rx || rx->rx_gen != gen || rx->rx_nmrs != nmrs ||
 		   rx->rx_have != first ||
@@ -432,6 +442,7 @@ static void kxfer_rexport_del(struct kxfer_session *s,
 		if (strcmp(rx->rx_name, m->md_name))
 			continue;
 		if (rx->rx_gen <= le64_to_cpu(m->md_gen)) {
+			s->s_rexport_mrs -= rx->rx_nmrs;
 			list_del(&rx->rx_node);
 			kvfree(rx->rx_mrs);
 			kfree(rx);
@@ -455,6 +466,7 @@ void kxfer_rexports_clear(struct kxfer_session *s)
 		kvfree(rx->rx_mrs);
 		kfree(rx);
 	}
+	s->s_rexport_mrs = 0;
 }
 
 /*
@@ -540,11 +552,31 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 		}
 		s->s_got_sync = true;
 		return 0;
-	case KXFER_MSG_KEEPALIVE:
-		kxfer_ctrl_send(s, KXFER_MSG_KEEPALIVE_ACK,
-				&((const struct kxfer_msg_keepalive *)buf)->mk_stamp,
-				sizeof(__le64));
+	case KXFER_MSG_KEEPALIVE: {
+		struct kxfer_ctrl_msg *m;
+		const __le64 *stamp =
+			&((const struct kxfer_msg_keepalive *)buf)->mk_stamp;
+
+		/*
+		 * One answer waits at most: a peer that probes faster than
+		 * it returns credits gets its latest probe answered, and
+		 * cannot make us queue without bound.
+		 */
+		if (s->s_ka_ack) {
+			memcpy(s->s_ka_ack->cm_data +
+			       offsetof(struct kxfer_msg_keepalive, mk_stamp),
+			       stamp, sizeof(*stamp));
+			return 0;
+		}
+		kxfer_ctrl_send(s, KXFER_MSG_KEEPALIVE_ACK, stamp,
+				sizeof(*stamp));
+		m = list_empty(&s->s_txq) ? NULL :
+		    list_last_entry(&s->s_txq, struct kxfer_ctrl_msg, cm_node);
+		if (m && m->cm_data[offsetof(struct kxfer_msg_hdr, mh_type)] ==
+		    KXFER_MSG_KEEPALIVE_ACK)
+			s->s_ka_ack = m;	/* (not queued if out of memory) */
 		return 0;
+	}
 	case KXFER_MSG_KEEPALIVE_ACK: {
 		u64 stamp = le64_to_cpu(((const struct kxfer_msg_keepalive *)
 					 buf)->mk_stamp);

@@ -28,6 +28,7 @@
 /* main.c: module parameters */
 extern unsigned long kxfer_pool_mem_max;
 extern unsigned int kxfer_max_pools_per_fd;
+extern unsigned int kxfer_max_remote_mrs;
 
 /* ---------------------------------------------------------------------- */
 /* device.c: the ib_client                                                 */
@@ -439,6 +440,8 @@ struct kxfer_session {
 
 	struct list_head	s_regs;
 	struct list_head	s_rexports;
+	unsigned int		s_rexport_mrs;	/* MR entries of s_rexports */
+	struct kxfer_ctrl_msg	*s_ka_ack;	/* a KEEPALIVE_ACK queued */
 	struct list_head	s_notifyq;	/* NOTIFY jobs, under s_lock */
 	/* NOTIFY by WRITE_WITH_IMM (one QP): sending side, under s_lock */
 	u32			s_imm_token;

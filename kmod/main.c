@@ -41,6 +41,11 @@ module_param_named(max_pools_per_fd, kxfer_max_pools_per_fd, uint, 0444);
 MODULE_PARM_DESC(max_pools_per_fd,
 		 "Pools one open /dev/kxfer may attach at once (default 64)");
 
+unsigned int kxfer_max_remote_mrs = 1 << 18;
+module_param_named(max_remote_mrs, kxfer_max_remote_mrs, uint, 0444);
+MODULE_PARM_DESC(max_remote_mrs,
+		 "Memory regions a peer may advertise to one session, over all its exports (default 262144: 512 GiB of 2 MiB regions, 8 MiB of tables)");
+
 static int __init kxfer_init(void)
 {
 	int ret;

@@ -72,7 +72,8 @@
 
 enum { REJ_MALFORMED = 1, REJ_VERSION, REJ_NOT_ALLOWED, REJ_BUSY, REJ_DEVICE };
 enum { MSG_CREDIT = 1, MSG_EXPORT_ADD, MSG_EXPORT_DEL, MSG_SYNC_DONE,
-	MSG_KEEPALIVE, MSG_KEEPALIVE_ACK, MSG_NOTIFY };
+	MSG_KEEPALIVE, MSG_KEEPALIVE_ACK, MSG_NOTIFY, MSG_NOTIFY_DESC,
+	MSG_FIRST_UNKNOWN };
 
 struct wire_conn {
 	uint32_t magic;
@@ -135,6 +136,12 @@ struct msg_notify {
 	uint64_t gen;
 	uint64_t value;
 	uint64_t bytes;
+} __packed;
+
+struct msg_notify_desc {
+	struct msg_notify n;
+	uint32_t token;
+	uint32_t pad;
 } __packed;
 
 struct msg_keepalive {
@@ -1256,7 +1263,7 @@ CB(c_magic) { cb_hdr(s, m, MSG_CREDIT, 16)->magic = htole32(0x72666b78); }
 CB(c_version) { cb_hdr(s, m, MSG_CREDIT, 16)->version = 2; }
 CB(c_pad) { cb_hdr(s, m, MSG_CREDIT, 16)->pad = htole16(1); }
 CB(c_type0) { cb_hdr(s, m, 0, 16); }
-CB(c_type8) { cb_hdr(s, m, 8, 16); }
+CB(c_type_unknown) { cb_hdr(s, m, MSG_FIRST_UNKNOWN, 16); }
 CB(c_type255) { cb_hdr(s, m, 255, 16); }
 CB(c_seq_skip) { cb_hdr(s, m, MSG_CREDIT, 16)->seq = htole32(s->tx_seq + 2); }
 CB(c_seq_old) { cb_hdr(s, m, MSG_CREDIT, 16)->seq = htole32(s->tx_seq); }
@@ -1291,6 +1298,18 @@ CB(c_notify_name)
 }
 
 CB(c_notify_len) { cb_hdr(s, m, MSG_NOTIFY, sizeof(struct msg_notify) + 8); }
+CB(c_desc_len) { cb_hdr(s, m, MSG_NOTIFY_DESC, sizeof(struct msg_notify)); }
+
+CB(c_desc_pad)
+{
+	struct msg_notify_desc *d;
+
+	cb_hdr(s, m, MSG_NOTIFY_DESC, sizeof(*d));
+	d = (void *)m->b;
+	strcpy(d->n.name, "kvw");
+	d->token = htole32(1);
+	d->pad = htole32(1);
+}
 CB(c_exp_short) { cb_hdr(s, m, MSG_EXPORT_ADD, sizeof(struct msg_export) - 1); }
 CB(c_exp_hdr_only) { cb_hdr(s, m, MSG_EXPORT_ADD, 16); }
 
@@ -1406,7 +1425,7 @@ static const struct ctrl_case ctrl_cases[] = {
 	{ "version", c_version, "unsupported protocol version", -EPROTO, false },
 	{ "pad", c_pad, "non-zero padding", -EINVAL, false },
 	{ "type0", c_type0, "unknown message type", -EINVAL, false },
-	{ "type8", c_type8, "unknown message type", -EINVAL, false },
+	{ "type-unknown", c_type_unknown, "unknown message type", -EINVAL, false },
 	{ "type255", c_type255, "unknown message type", -EINVAL, false },
 	{ "seq-skip", c_seq_skip, "message out of sequence", -EBADMSG, false },
 	{ "seq-replay", c_seq_old, "message out of sequence", -EBADMSG, false },
@@ -1424,6 +1443,8 @@ static const struct ctrl_case ctrl_cases[] = {
 	{ "del-name", c_del_name, "bad export name", -EINVAL, false },
 	{ "notify-name", c_notify_name, "bad export name", -EINVAL, false },
 	{ "notify-len", c_notify_len, "wrong length for the message type", -EINVAL, false },
+	{ "desc-len", c_desc_len, "wrong length for the message type", -EINVAL, false },
+	{ "desc-pad", c_desc_pad, "non-zero padding", -EINVAL, false },
 	{ "exp-short", c_exp_short, "export message too short", -EINVAL, false },
 	{ "exp-hdr-only", c_exp_hdr_only, "export message too short", -EINVAL, false },
 	{ "exp-name-unterminated", c_exp_name_unterm, "bad export name", -EINVAL, false },
