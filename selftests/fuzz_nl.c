@@ -105,7 +105,7 @@ enum t { T_NONE, T_U8, T_U16, T_U32, T_S32, T_U64, T_STR, T_BIN, T_NEST,
 	 T_PAD };
 
 enum aset { S_DEV, S_PORT, S_POOL, S_CHUNK, S_POOLDEV, S_EXPORT, S_LISTEN,
-	    S_PREFIX, S_PEER, S_QP, S_REXP, S_NSETS };
+	    S_PREFIX, S_PEER, S_QP, S_REXP, S_STATS, S_NSETS };
 
 struct attr {
 	enum t		type;
@@ -207,6 +207,7 @@ static const struct attr a_peer[] = {
 	[KXFER_A_PEER_REMOTE_EXPORT] = { T_NEST, S_REXP },
 	[KXFER_A_PEER_PAD] = { T_PAD },
 	[KXFER_A_PEER_ID] = { T_U32 },
+	[KXFER_A_PEER_STATS] = { T_NEST, S_STATS },
 };
 
 static const struct attr a_qp[] = {
@@ -214,6 +215,29 @@ static const struct attr a_qp[] = {
 	[KXFER_A_QP_NUM] = { T_U32 },
 	[KXFER_A_QP_REMOTE_NUM] = { T_U32 },
 	[KXFER_A_QP_STATE] = { T_U32 },
+	[KXFER_A_QP_PARTS] = { T_U64 },
+	[KXFER_A_QP_BYTES] = { T_U64 },
+	[KXFER_A_QP_WRS] = { T_U64 },
+	[KXFER_A_QP_DOORBELLS] = { T_U64 },
+	[KXFER_A_QP_PAD] = { T_PAD },
+};
+
+static const struct attr a_stats[] = {
+	[KXFER_A_STATS_JOBS] = { T_U64 },
+	[KXFER_A_STATS_BYTES] = { T_U64 },
+	[KXFER_A_STATS_SEGS] = { T_U64 },
+	[KXFER_A_STATS_WRS] = { T_U64 },
+	[KXFER_A_STATS_OK] = { T_U64 },
+	[KXFER_A_STATS_NOTIFY_SENT] = { T_U64 },
+	[KXFER_A_STATS_NOTIFY_RECV] = { T_U64 },
+	[KXFER_A_STATS_ERR_FLUSH] = { T_U64 },
+	[KXFER_A_STATS_ERR_ACCESS] = { T_U64 },
+	[KXFER_A_STATS_ERR_TIMEOUT] = { T_U64 },
+	[KXFER_A_STATS_ERR_REMOTE] = { T_U64 },
+	[KXFER_A_STATS_ERR_STALE] = { T_U64 },
+	[KXFER_A_STATS_ERR_OTHER] = { T_U64 },
+	[KXFER_A_STATS_PAD] = { T_PAD },
+	[KXFER_A_STATS_NOTIFY_IMM] = { T_U64 },
 };
 
 static const struct attr a_rexp[] = {
@@ -234,7 +258,7 @@ static const struct {
 	[S_CHUNK] = SET(a_chunk), [S_POOLDEV] = SET(a_pooldev),
 	[S_EXPORT] = SET(a_export), [S_LISTEN] = SET(a_listen),
 	[S_PREFIX] = SET(a_prefix), [S_PEER] = SET(a_peer), [S_QP] = SET(a_qp),
-	[S_REXP] = SET(a_rexp),
+	[S_REXP] = SET(a_rexp), [S_STATS] = SET(a_stats),
 };
 
 /* The ports nest holds KXFER_A_DEV_PORT entries of the port set. */
@@ -284,6 +308,7 @@ static const struct cmd cmds[KXFER_CMD_MAX + 1] = {
 	[KXFER_CMD_PEER_NEW] = { "peer-new", S_PEER, true, true, false, e_peer_new },
 	[KXFER_CMD_PEER_DEL] = { "peer-del", S_PEER, true, true, false, e_del },
 	[KXFER_CMD_PEER_GET] = { "peer-get", S_PEER, false, true, true, e_get },
+	[KXFER_CMD_STATS_GET] = { "stats-get", S_PEER, false, true, true, e_get },
 };
 
 static bool in_set(int e, const int *set)
