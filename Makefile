@@ -47,9 +47,11 @@ module:
 # The module for each guest kernel the tests boot ($(KXFER_KVERS)), built
 # out of a copy of the sources so that builds for two kernels do not
 # share objects: build/modules/<release>/kxfer.ko.  Only files that
-# changed are copied, so that an unchanged module is not rebuilt; the
-# kernel's .module-common.o (module_layout's CRC on 6.12) is always
-# rebuilt: a stale one made a module 6.12 refused to load.
+# changed are copied, so that an unchanged module is not rebuilt.  Never
+# the kxfer.mod.c an in-tree build leaves in kmod/: it names the symbol
+# versions of that build's kernel, and 6.12 refused a module linked
+# with 6.1's ("disagrees about version of symbol module_layout").
+KXFER_SRCS = $(TOP)/kmod/Kbuild $(filter-out %.mod.c,$(wildcard $(TOP)/kmod/*.[ch]))
 KXFER_KVERS ?= 6.1 6.12
 kxfer_sync = for f in $(1); do cmp -s $$f $(2)/$${f\#\#*/} || cp $$f $(2)/; done
 guest-modules:
@@ -59,9 +61,9 @@ guest-modules:
 		src=$(TOP)/build/src-$$rel; \
 		mkdir -p $$src/kmod $$src/uapi/linux $(TOP)/build/modules/$$rel; \
 		$(call kxfer_sync,$(TOP)/Kbuild,$$src); \
-		$(call kxfer_sync,$(TOP)/kmod/Kbuild $(TOP)/kmod/*.[ch],$$src/kmod); \
+		rm -f $$src/kmod/kxfer.mod.c; \
+		$(call kxfer_sync,$(KXFER_SRCS),$$src/kmod); \
 		$(call kxfer_sync,$(TOP)/uapi/linux/kxfer.h,$$src/uapi/linux); \
-		rm -f $$src/.module-common.o; \
 		$(MAKE) -s -C /usr/src/linux-headers-$$rel M=$$src modules; \
 		cp $$src/kmod/kxfer.ko $(TOP)/build/modules/$$rel/; \
 	done
