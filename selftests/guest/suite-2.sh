@@ -10,6 +10,8 @@
 source "$KXFER_TOP/selftests/rig/lib.sh"
 # shellcheck source=common.sh
 source "$KXFER_TOP/selftests/guest/common.sh"
+# shellcheck source=storm.sh
+source "$KXFER_TOP/selftests/guest/storm.sh"
 
 cd "$KXFER_TOP" || exit 1
 
@@ -664,5 +666,7 @@ ktest2 not_allowed t_not_allowed
 ktest2 wrong_port t_wrong_port
 ktest2 partition t_partition
 ktest2 device_delete t_device_delete
+KTEST_TIMEOUT=600 ktest2 fault_storm t_fault_storm
+KTEST_TIMEOUT=300 ktest2 load t_load
 ktest2 teardown t_teardown
 exit 0
