@@ -73,6 +73,7 @@
 #define NERR		134		/* errno values counted */
 #define MAX_THREADS	64
 #define LOOKUP_GAP_NS	200000000LL	/* between two lookups by name */
+#define CLOSE_MAXLEN	16		/* segments of the jobs before a close */
 
 /* Outcome of a job, by its sequence number */
 enum {
@@ -137,6 +138,7 @@ struct thr {
 	int64_t next_lookup;
 	uint64_t lo, hi;		/* part, relative to opts.roff */
 	uint64_t alo, ahi;		/* active range (a half with -C) */
+	uint64_t maxlen;		/* of segments now */
 	uint32_t *tag;			/* per byte of the part: last writer */
 	uint8_t *status;		/* per job sequence */
 	uint64_t nstatus;
@@ -520,7 +522,7 @@ static bool thr_gen(struct thr *t, unsigned int k)
 	want = 1 + rnd_below(&t->st, o->maxsegs);
 	while (n < want) {
 		for (try = 0; try < 8; try++) {
-			len = 1 + rnd_below(&t->st, o->maxlen < span ? o->maxlen : span);
+			len = 1 + rnd_below(&t->st, t->maxlen < span ? t->maxlen : span);
 			/* one in four continues the previous segment */
 			if (n && !rnd_below(&t->st, 4) &&
 			    segs[n - 1].remote_off - o->roff + segs[n - 1].len + len <= t->ahi)
@@ -620,8 +622,8 @@ static void thr_drop_batch(struct thr *t)
 
 /*
  * -C: fill the in-flight window without reaping (two seconds at most),
- * then close the file with the jobs in it, and open a new one on the
- * other half of the part.
+ * with jobs of short segments so that thousands fit, then close the file
+ * with the jobs in it, and open a new one on the other half of the part.
  */
 static void thr_close_reopen(struct thr *t)
 {
@@ -629,6 +631,7 @@ static void thr_close_reopen(struct thr *t)
 	uint64_t s;
 	int ret;
 
+	t->maxlen = CLOSE_MAXLEN < t->o->maxlen ? CLOSE_MAXLEN : t->o->maxlen;
 	while (!t->err[0] && now_ns() < until) {
 		if (t->head == t->n)
 			thr_fill_batch(t);
@@ -640,6 +643,7 @@ static void thr_close_reopen(struct thr *t)
 		if (ret)
 			sleep_ns(50000000);
 	}
+	t->maxlen = t->o->maxlen;
 	thr_drop_batch(t);
 	if (!t->o->quiet)
 		printf("storm: thread %u closes its file with %" PRIu64 " jobs in flight\n",
@@ -1024,6 +1028,7 @@ int main(int argc, char **argv)
 		t->st = mix64(o.seed + i);
 		t->lo = i * part;
 		t->hi = i + 1 == o.threads ? o.slice : (i + 1) * part;
+		t->maxlen = o.maxlen;
 		t->alo = t->lo;
 		t->ahi = o.close_ns ? t->lo + (t->hi - t->lo) / 2 : t->hi;
 		t->tag = xcalloc(t->hi - t->lo, sizeof(*t->tag));
