@@ -221,12 +221,15 @@ t_fault_storm() {
 	victim_start
 	barrier st-go 120
 
+	# the kinds take turns, from a random one, at random intervals
+	local kind=$((RANDOM % 3))
 	t0=$(now_ms)
 	end=$((SECONDS + STORM_SECS))
 	while ((SECONDS < end)); do
 		sleep "$((1 + RANDOM % 4))"
 		((SECONDS < end)) || break
-		case $((RANDOM % 3)) in
+		kind=$(((kind + 1) % 3))
+		case $kind in
 		0)
 			echo "$(date +%T) peer del/add pa4"
 			fault_peer_cycle
