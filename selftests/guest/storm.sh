@@ -14,6 +14,9 @@
 #   KXFER_LOAD_SECS    load duration (default 30 s)
 #   KXFER_STORM_SEED   bash RANDOM seed of the fault schedule and the
 #                      streams' seeds (default: from the clock; printed)
+#   KXFER_SLAB_TOLERANCE_KB  SUnreclaim growth allowed (default 16384)
+# (vm-run passes them from the host: KXFER_STORM_SECS=600 make check ...
+# is a soak run.)
 #
 # Counts go to the test log and to $KXFER_OUT/storm.txt.
 
@@ -88,6 +91,22 @@ leak_check() {
 		"(+$((slab1 - $2)) kB, tolerance $SLAB_TOLERANCE_KB kB)"
 	[ $((slab1 - $2)) -le "$SLAB_TOLERANCE_KB" ] ||
 		{ echo "unreclaimable slab grew beyond the tolerance"; return 1; }
+}
+
+# kernel complaints: WARNING, BUG, Oops, lockdep, hung tasks
+kernel_splats() {
+	dmesg | grep -cE 'WARNING:|BUG:|Oops|possible recursive locking|circular locking|blocked for more than' || true
+}
+
+# no_new_splats N0: none since the count N0
+no_new_splats() {
+	local n1
+
+	n1=$(kernel_splats)
+	[ "$n1" = "$1" ] && return 0
+	echo "the kernel complained:"
+	dmesg | grep -E -A20 'WARNING:|BUG:|Oops|possible recursive locking|circular locking|blocked for more than' | tail -n 60
+	return 1
 }
 
 storm_seed() {
@@ -172,6 +191,7 @@ t_fault_storm() {
 	local base slab0 end flaps=0 s t0
 
 	storm_seed fault_storm
+	SPLATS=$(kernel_splats)
 	base=/tmp/st-baseline
 	if on_a; then
 		modprobe sch_netem
@@ -195,6 +215,7 @@ t_fault_storm() {
 		barrier st-faults-done 300
 		barrier st-done 400
 		leak_check $base "$slab0"
+		no_new_splats "$SPLATS"
 		return 0
 	fi
 
@@ -280,6 +301,7 @@ t_fault_storm() {
 
 	kxferctl -j stats show | jq -c '.[] | {name, jobs, ok, err_flush, err_access, err_timeout, err_remote, err_stale, err_other}'
 	leak_check $base "$slab0"
+	no_new_splats "$SPLATS"
 }
 
 # --- load --------------------------------------------------------------------------
@@ -323,6 +345,7 @@ t_load() {
 	local c0 c1
 
 	storm_seed load
+	SPLATS=$(kernel_splats)
 	if on_a; then
 		barrier ld-ready 120
 		c0=$(rxe_counters)
@@ -332,6 +355,7 @@ t_load() {
 		c1=$(rxe_counters)
 		echo "$c1"
 		storm_rxe_check "$c0" "$c1"
+		no_new_splats "$SPLATS"
 		return 0
 	fi
 
@@ -381,5 +405,6 @@ t_load() {
 	fi
 	storm_say "b: load: kxfer err_* counters unchanged: $([ "$e0" = "$e1" ] && echo yes || echo no)"
 	kxferctl stats show
+	no_new_splats "$SPLATS" || rc=1
 	[ "$rc" = 0 ]
 }
