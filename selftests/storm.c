@@ -631,7 +631,7 @@ static void thr_close_reopen(struct thr *t)
 	uint64_t s;
 	int ret;
 
-	t->maxlen = CLOSE_MAXLEN < t->o->maxlen ? CLOSE_MAXLEN : t->o->maxlen;
+	t->maxlen = t->o->maxlen > CLOSE_MAXLEN ? CLOSE_MAXLEN : t->o->maxlen;
 	while (!t->err[0] && now_ns() < until) {
 		if (t->head == t->n)
 			thr_fill_batch(t);

@@ -229,10 +229,10 @@ t_fault_storm() {
 	cat $base
 
 	N_PEER=0 N_RXE=0 N_KILL=0 KILL_MAX_INFLIGHT=0
-	storm -d "$((STORM_SECS + 10))" -T 4 -C 15 -s "$((STORM_SEED * 100 + 1))" \
+	storm -d "$((STORM_SECS + 20))" -T 4 -C 15 -s "$((STORM_SEED * 100 + 1))" \
 		-R 0 -S "$STORM_SLICE" -L 0 pa kvr local >/tmp/st-pa 2>&1 &
 	local spa=$!
-	storm -d "$((STORM_SECS + 10))" -T 4 -s "$((STORM_SEED * 100 + 2))" \
+	storm -d "$((STORM_SECS + 20))" -T 4 -s "$((STORM_SEED * 100 + 2))" \
 		-R 1536K -S "$STORM_SLICE" -L 3200K pa4 kvr local >/tmp/st-pa4 2>&1 &
 	local spa4=$!
 	defer stop_process $spa
