@@ -666,7 +666,7 @@ ktest2 not_allowed t_not_allowed
 ktest2 wrong_port t_wrong_port
 ktest2 partition t_partition
 ktest2 device_delete t_device_delete
-KTEST_TIMEOUT=600 ktest2 fault_storm t_fault_storm
-KTEST_TIMEOUT=300 ktest2 load t_load
+KTEST_TIMEOUT=$((STORM_SECS * 2 + 460)) ktest2 fault_storm t_fault_storm
+KTEST_TIMEOUT=$((LOAD_SECS * 2 + 240)) ktest2 load t_load
 ktest2 teardown t_teardown
 exit 0
