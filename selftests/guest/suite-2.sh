@@ -12,6 +12,8 @@ source "$KXFER_TOP/selftests/rig/lib.sh"
 source "$KXFER_TOP/selftests/guest/common.sh"
 # shellcheck source=hostile.sh
 source "$KXFER_TOP/selftests/guest/hostile.sh"
+# shellcheck source=storm.sh
+source "$KXFER_TOP/selftests/guest/storm.sh"
 
 cd "$KXFER_TOP" || exit 1
 
@@ -681,6 +683,8 @@ ktest2 hostile_peer t_hostile_peer
 ktest2 hostile_peer_limits t_hostile_peer_limits
 ktest2 partition t_partition
 ktest2 device_delete t_device_delete
+KTEST_TIMEOUT=$((STORM_SECS * 2 + 460)) ktest2 fault_storm t_fault_storm
+KTEST_TIMEOUT=$((LOAD_SECS * 2 + 240)) ktest2 load t_load
 ktest2 teardown t_teardown
 ktest2 demo t_demo
 exit 0
