@@ -1713,16 +1713,24 @@ long kxfer_ioc_notify_sub(struct kxfer_file *kf, void __user *uarg)
 	if (!sb)
 		return -ENOMEM;
 	strscpy(sb->sb_export, ns.export, sizeof(sb->sb_export));
+	kref_get(&kf->kf_ref);
+	sb->sb_file = kf;
+	/*
+	 * Complete before the handle is visible: another thread may
+	 * UNSUBSCRIBE it (by guessing) the moment xa_alloc() returns, and
+	 * kxfer_sub_destroy() takes kxfer_sub_mutex, held here until the
+	 * subscription is on the list.
+	 */
+	mutex_lock(&kxfer_sub_mutex);
 	ret = xa_alloc(&kf->kf_subs, &handle, sb, XA_LIMIT(1, 4096),
 		       GFP_KERNEL);
 	if (ret) {
+		mutex_unlock(&kxfer_sub_mutex);
+		kxfer_file_put(kf);
 		kfree(sb);
 		return ret == -EBUSY ? -EMFILE : ret;
 	}
 	sb->sb_handle = handle;
-	kref_get(&kf->kf_ref);
-	sb->sb_file = kf;
-	mutex_lock(&kxfer_sub_mutex);
 	list_add_tail(&sb->sb_node, &kxfer_subs);
 	mutex_unlock(&kxfer_sub_mutex);
 
