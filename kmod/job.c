@@ -226,6 +226,24 @@ static void kxfer_job_post(struct kxfer_task *job)
 		queue_work(kxfer_wq, &kxfer_job_free);
 }
 
+/* What a NOTIFY job tells the peer, in either way of sending it. */
+static void kxfer_job_notify_msg(const struct kxfer_task *job,
+				 struct kxfer_msg_notify *n)
+{
+	memcpy(n->mn_name, job->j_rname, sizeof(n->mn_name));
+	n->mn_gen = cpu_to_le64(job->j_rgen);
+	n->mn_value = cpu_to_le64(job->j_notify_value);
+	n->mn_bytes = cpu_to_le64(job->j_bytes);
+}
+
+/* A NOTIFY job's notification reached the peer's NIC. */
+static void kxfer_job_notified(const struct kxfer_task *job)
+{
+	atomic64_inc(&job->j_sess->s_stats.notify_sent);
+	trace_notify(job->j_sess->s_id, true, job->j_rname,
+		     job->j_notify_value, job->j_bytes);
+}
+
 /*
  * The last batch is done.  A NOTIFY job whose data all landed first has
  * its notification sent, by the session's work, on QP 0: every data WR
@@ -243,10 +261,8 @@ static void kxfer_job_finish(struct kxfer_task *job)
 		s->s_imm_outstanding--;
 		spin_unlock_irqrestore(&s->s_lock, flags);
 		if (!job->j_status) {
-			atomic64_inc(&s->s_stats.notify_sent);
+			kxfer_job_notified(job);
 			atomic64_inc(&s->s_stats.notify_imm);
-			trace_notify(s->s_id, true, job->j_rname,
-				     job->j_notify_value, job->j_bytes);
 		}
 		kxfer_job_post(job);
 		return;
@@ -278,13 +294,10 @@ void kxfer_job_sent(struct kxfer_task *job, int status)
 		kxfer_job_batches_done(job, 1);
 		return;
 	}
-	if (status) {
+	if (status)
 		kxfer_job_set_error(job, status, IB_WC_WR_FLUSH_ERR);
-	} else {
-		atomic64_inc(&job->j_sess->s_stats.notify_sent);
-		trace_notify(job->j_sess->s_id, true, job->j_rname,
-			     job->j_notify_value, job->j_bytes);
-	}
+	else
+		kxfer_job_notified(job);
 	kxfer_job_post(job);
 }
 
@@ -312,10 +325,7 @@ void kxfer_session_notify_flush(struct kxfer_session *s)
 			kxfer_job_sent(job, -ECONNRESET);
 			continue;
 		}
-		memcpy(n.mn_name, job->j_rname, sizeof(n.mn_name));
-		n.mn_gen = cpu_to_le64(job->j_rgen);
-		n.mn_value = cpu_to_le64(job->j_notify_value);
-		n.mn_bytes = cpu_to_le64(job->j_bytes);
+		kxfer_job_notify_msg(job, &n);
 		kxfer_ctrl_send_job(s, KXFER_MSG_NOTIFY, n.mn_name,
 				    sizeof(n) - sizeof(n.mn_hdr), job);
 	}
@@ -588,10 +598,7 @@ static void kxfer_job_imm(struct kxfer_task *job)
 	job->j_imm = true;
 	atomic_inc(&job->j_left);		/* the description */
 
-	memcpy(nd.nd_notify.mn_name, job->j_rname, sizeof(nd.nd_notify.mn_name));
-	nd.nd_notify.mn_gen = cpu_to_le64(job->j_rgen);
-	nd.nd_notify.mn_value = cpu_to_le64(job->j_notify_value);
-	nd.nd_notify.mn_bytes = cpu_to_le64(job->j_bytes);
+	kxfer_job_notify_msg(job, &nd.nd_notify);
 	nd.nd_token = cpu_to_le32(token);
 	kxfer_ctrl_send_job(s, KXFER_MSG_NOTIFY_DESC, nd.nd_notify.mn_name,
 			    sizeof(nd) - sizeof(nd.nd_notify.mn_hdr), job);
