@@ -402,6 +402,7 @@ struct kxfer_session {
 	unsigned int		s_nqps;
 	unsigned int		s_depth;
 	u64			s_sid;
+	u32			s_incarnation;	/* an acceptor's peer's */
 	char			s_remote_node[KXFER_NAME_MAX];
 
 	struct mutex		s_mutex;	/* the state machine */

@@ -24,6 +24,7 @@
 #include <linux/ctype.h>
 #include <linux/timekeeping.h>
 #include <linux/inet.h>
+#include <net/ipv6.h>
 #include <rdma/ib_cm.h>
 
 #include "kxfer.h"
@@ -37,6 +38,12 @@ LIST_HEAD(kxfer_sessions);
 char kxfer_node_name[KXFER_NAME_MAX];
 module_param_string(node_name, kxfer_node_name, sizeof(kxfer_node_name), 0444);
 MODULE_PARM_DESC(node_name, "This node's name in sessions (default: host name)");
+
+/*
+ * Told to listeners on connect: a listener that sees a node come back
+ * with another incarnation knows the old one's sessions are dead.
+ */
+static u32 kxfer_incarnation;
 
 unsigned int kxfer_keepalive_ms = 1000;
 module_param_named(keepalive_ms, kxfer_keepalive_ms, uint, 0644);
@@ -98,8 +105,9 @@ static void kxfer_session_release(struct kref *ref)
 }
 
 /*
- * A session by name, a connecting one if both exist.  Caller holds
- * kxfer_sess_mutex.
+ * A session by name: the connecting one if there is one, else the
+ * newest accepting one, since a node that connected again has given up
+ * its older sessions.  Caller holds kxfer_sess_mutex.
  */
 static struct kxfer_session *kxfer_session_by_name(const char *name)
 {
@@ -109,8 +117,9 @@ static struct kxfer_session *kxfer_session_by_name(const char *name)
 	list_for_each_entry(s, &kxfer_sessions, s_node) {
 		if (strcmp(s->s_name, name))
 			continue;
-		if (!found || s->s_role == KXFER_PEER_CONNECTOR)
-			found = s;
+		if (s->s_role == KXFER_PEER_CONNECTOR)
+			return s;
+		found = s;
 	}
 	return found;
 }
@@ -351,6 +360,8 @@ static int kxfer_qp_connect(struct kxfer_session *s, struct kxfer_qp *qp)
 	struct kxfer_wire_conn wc = {};
 	struct rdma_conn_param param;
 
+	/* What rdma_cm leaves of an IB CM REQ for the consumer. */
+	BUILD_BUG_ON(sizeof(wc) > 56);
 	wc.wc_magic = cpu_to_le32(KXFER_WIRE_MAGIC);
 	wc.wc_version = cpu_to_le16(KXFER_WIRE_VERSION);
 	wc.wc_qp_index = qp->q_index;
@@ -358,6 +369,7 @@ static int kxfer_qp_connect(struct kxfer_session *s, struct kxfer_qp *qp)
 	wc.wc_session_id = cpu_to_le64(s->s_sid);
 	wc.wc_recv_credits = cpu_to_le16(KXFER_CTRL_RECVS);
 	strscpy(wc.wc_node, kxfer_node_name, sizeof(wc.wc_node));
+	wc.wc_incarnation = cpu_to_le32(kxfer_incarnation);
 	kxfer_conn_param(s, &param, &wc, sizeof(wc));
 	rdma_set_ack_timeout(qp->q_id, KXFER_ACK_TIMEOUT);
 	return rdma_connect(qp->q_id, &param);
@@ -880,6 +892,47 @@ int kxfer_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	return 0;
 }
 
+static bool kxfer_same_host(const struct sockaddr_storage *a,
+			    const struct sockaddr_storage *b)
+{
+	const struct sockaddr_in6 *a6 = (const void *)a, *b6 = (const void *)b;
+	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
+
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return ipv6_addr_equal(&a6->sin6_addr, &b6->sin6_addr);
+	return false;
+}
+
+/*
+ * A node that connects with a new incarnation from the address an older
+ * incarnation's sessions came from has restarted (a reboot or a module
+ * reload): those sessions are dead, whatever keepalive has yet to see,
+ * and their jobs end now rather than at the keepalive timeout.  A node
+ * that does not tell its incarnation (0) supersedes nothing, and a
+ * name claimed from another address is not enough.  Caller holds
+ * kxfer_sess_mutex; @new is not on the list yet.
+ */
+static void kxfer_sessions_supersede(struct kxfer_session *new)
+{
+	struct kxfer_session *s;
+
+	lockdep_assert_held(&kxfer_sess_mutex);
+	if (!new->s_incarnation)
+		return;
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		if (s->s_role != KXFER_PEER_ACCEPTOR || !s->s_incarnation ||
+		    s->s_incarnation == new->s_incarnation ||
+		    strcmp(s->s_remote_node, new->s_remote_node) ||
+		    !kxfer_same_host(&s->s_dst, &new->s_dst))
+			continue;
+		kxfer_session_fail(s, -ECONNRESET, "the peer restarted");
+	}
+}
+
 /**
  * kxfer_session_accept - take a QP of a session a listener received
  * @id: the new cm_id, in its CONNECT_REQUEST handler
@@ -920,10 +973,12 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 			return -ENOMEM;
 		}
 		s->s_sid = sid;
+		s->s_incarnation = le32_to_cpu(conn->wc_incarnation);
 		memcpy(s->s_remote_node, node, sizeof(s->s_remote_node));
 		s->s_state = KXFER_PEER_CONNECTING;
 		s->s_start_ns = kxfer_now_ns();
 		memcpy(&s->s_dst, &id->route.addr.dst_addr, sizeof(s->s_dst));
+		kxfer_sessions_supersede(s);
 		list_add_tail(&s->s_node, &kxfer_sessions);
 		mod_delayed_work(kxfer_wq, &s->s_timer,
 				 msecs_to_jiffies(kxfer_keepalive_ms));
@@ -1168,6 +1223,7 @@ int kxfer_sessions_init(void)
 			*p = '-';
 	if (!kxfer_node_name[0])
 		strscpy(kxfer_node_name, "kxfer", sizeof(kxfer_node_name));
+	kxfer_incarnation = get_random_u32() ?: 1;
 
 	kxfer_wq = alloc_workqueue("kxfer", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
 	if (!kxfer_wq)

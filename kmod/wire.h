@@ -23,7 +23,8 @@
 
 /*
  * Private data of rdma_connect() (one per QP).  rdma_cm leaves 56 bytes
- * of an IB CM REQ for the consumer; this uses 52.
+ * of an IB CM REQ for the consumer; this uses all 56, and the CM pads
+ * shorter private data with zeros.
  */
 struct kxfer_wire_conn {
 	__le32	wc_magic;
@@ -34,6 +35,7 @@ struct kxfer_wire_conn {
 	__le16	wc_recv_credits; /* control receives posted on QP 0 */
 	__le16	wc_flags;	/* 0 */
 	__u8	wc_node[KXFER_WIRE_NAME_MAX]; /* NUL-padded node name */
+	__le32	wc_incarnation;	/* random per module load, 0: not told */
 };
 
 /* rdma_accept() private data: the acceptor's identity. */

@@ -109,7 +109,9 @@ struct kxfer_pool_detach {
  * @reserved: must be 0
  *
  * A handle stays valid across reconnects of the session; jobs submitted
- * while the session is not up fail at once with -ENOTCONN.
+ * while the session is not up fail at once with -ENOTCONN.  When sessions
+ * share a name, a connecting session is found first, else the newest of
+ * the accepting ones (those are named after the remote node).
  */
 struct kxfer_peer_lookup {
 	char  name[KXFER_NAME_MAX];
