@@ -11,6 +11,13 @@
 #   devinfo_eq JSON FIELD KEY  a number in kxferctl's JSON equals ibv_devinfo
 #                         -v's KEY (compared as text, since jq's doubles
 #                         cannot hold every u64; hex is converted)
+# and, for the two-guest suites:
+#   on_a                  this is guest a
+#   peer_json NAME        `kxferctl -j peer show NAME`
+#   peer_state NAME STATE the (first) session NAME is in STATE
+#   has_rexport NAME EXP  the session NAME has learned remote export EXP
+#   kxfer_qps             QPs of kxfer's sessions
+#   now_ms                wall clock, ms
 
 export PATH="$KXFER_TOP/tools/kxferctl:$KXFER_TOP/selftests:$PATH"
 
@@ -71,4 +78,34 @@ devinfo_eq() {
 	[ "$mine" = "$theirs" ] && return 0
 	echo "$2 is $mine, ibv_devinfo $3 is $theirs"
 	return 1
+}
+
+on_a() { [ "$KXFER_GUEST" = a ]; }
+
+peer_json() {
+	kxferctl -j peer show "$1"
+}
+
+# peer_state NAME STATE: the session NAME (first of that name) is in STATE
+peer_state() {
+	[ "$(peer_json "$1" 2>/dev/null | jq -r '.[0].state')" = "$2" ]
+}
+
+# has_rexport NAME EXPORT: the session has learned the remote export
+# (grep, not jq: under TCG jq's start-up alone takes a good part of the
+# time bounds checked with this)
+has_rexport() {
+	kxferctl -j peer show "$1" 2>/dev/null |
+		grep -q "\"remote_exports\":\[.*{\"name\":\"$2\""
+}
+
+# QPs of kxfer's sessions: rdma_cm creates them (its name shows on the QP);
+# the cm_id that owns each shows kxfer's name and the QP number.
+kxfer_qps() {
+	rdma resource show cm_id 2>/dev/null |
+		grep 'comm \[kxfer\]' | grep -c 'lqpn [1-9]' || true
+}
+
+now_ms() {
+	echo $(($(date +%s%N) / 1000000))
 }

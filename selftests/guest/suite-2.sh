@@ -21,36 +21,6 @@ A=10.99.0.1
 B=10.99.0.2
 KA_TIMEOUT_MS=5000	# the module's default keepalive_timeout_ms
 
-on_a() { [ "$KXFER_GUEST" = a ]; }
-
-peer_json() {
-	kxferctl -j peer show "$1"
-}
-
-# peer_state NAME STATE: the session NAME (first of that name) is in STATE
-peer_state() {
-	[ "$(peer_json "$1" 2>/dev/null | jq -r '.[0].state')" = "$2" ]
-}
-
-# has_rexport NAME EXPORT: the session has learned the remote export
-# (grep, not jq: under TCG jq's start-up alone takes a good part of the
-# time bounds checked with this)
-has_rexport() {
-	kxferctl -j peer show "$1" 2>/dev/null |
-		grep -q "\"remote_exports\":\[.*{\"name\":\"$2\""
-}
-
-# QPs of kxfer's sessions: rdma_cm creates them (its name shows on the QP);
-# the cm_id that owns each shows kxfer's name and the QP number.
-kxfer_qps() {
-	rdma resource show cm_id 2>/dev/null |
-		grep 'comm \[kxfer\]' | grep -c 'lqpn [1-9]' || true
-}
-
-now_ms() {
-	echo $(($(date +%s%N) / 1000000))
-}
-
 # --- rig of this suite --------------------------------------------------------
 
 t_setup() {
@@ -654,9 +624,9 @@ KXFER_BARRIER_TIMEOUT=60
 T=0
 ktest2() {
 	T=$((T + 1))
-	echo $((T * 100)) >/tmp/kxfer-barrier.seq
+	barrier_rank $((T * 100))
 	ktest "$@"
-	echo $((T * 100 + 98)) >/tmp/kxfer-barrier.seq
+	barrier_rank $((T * 100 + 98))
 	barrier "end-$1" 90 || true
 }
 

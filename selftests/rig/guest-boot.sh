@@ -70,10 +70,13 @@ if ! setup_guest; then
 	power_off 125
 fi
 read -r uptime _ </proc/uptime
-rig_say "up after $uptime s of guest time, running $KXFER_SCRIPT"
+rig_say "boot ${KXFER_BOOT:-1} up after $uptime s of guest time, running $KXFER_SCRIPT"
 
 cd "$KXFER_TOP" || power_off 125
-bash "$KXFER_SCRIPT" </dev/null 2>&1 | tee "$KXFER_OUT/script.log"
+# After a kill (vm-run), the killed boot's output stays in front.
+tee_opt=
+((${KXFER_BOOT:-1} > 1)) && tee_opt=-a
+bash "$KXFER_SCRIPT" </dev/null 2>&1 | tee $tee_opt "$KXFER_OUT/script.log"
 status=${PIPESTATUS[0]}
 read -r uptime _ </proc/uptime
 rig_say "$KXFER_SCRIPT exited with status $status at $uptime s"

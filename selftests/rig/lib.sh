@@ -36,6 +36,8 @@
 #                         $KXFER_BARRIER_TIMEOUT or 120 s); fails at once if
 #                         the other guest's script already ended. One guest:
 #                         returns 0.
+#   barrier_rank N        the next barrier has rank N + 1 (both guests set the
+#                         same N to get back in step after a failed test)
 #   check_err ENAME CMD...  CMD must fail and its output must name the errno
 #                         (ENAME or its strerror text, e.g. EEXIST or
 #                         "File exists"); prints the output otherwise.
@@ -44,11 +46,14 @@
 #                         deferred first; sets an EXIT trap (replacing any).
 #   stop_process PID      end a background child (TERM) and reap it; quiet if
 #                         it has already exited (for `defer stop_process $!`)
+#   kill_me               guest b: have vm-run kill this guest outright (no
+#                         shutdown) and boot it again with KXFER_BOOT + 1;
+#                         never returns
 #
 # Environment set by vm-run in the guests: KXFER_GUEST (a|b), KXFER_GUESTS
-# (1|2), KXFER_SELF_ADDR, KXFER_PEER_ADDR (two guests), KXFER_OUT (/out),
-# KXFER_SHARED (/shared), KXFER_TOP, KXFER_KVER, KXFER_RDMA_DEV (rxe0),
-# KXFER_NETDEV (eth0).
+# (1|2), KXFER_BOOT (1, one more after each kill), KXFER_SELF_ADDR,
+# KXFER_PEER_ADDR (two guests), KXFER_OUT (/out), KXFER_SHARED (/shared),
+# KXFER_TOP, KXFER_KVER, KXFER_RDMA_DEV (rxe0), KXFER_NETDEV (eth0).
 
 ksft_skip=4
 KXFER_DEFER=()
@@ -244,15 +249,22 @@ slowwait() {
 	_kx_wait 0.1 "$((timeout_s * 1000))" "$@"
 }
 
+KXFER_BARRIER_SEQ=${KXFER_OUT:-/tmp}/.barrier.seq
+
+barrier_rank() {
+	echo "$1" >"$KXFER_BARRIER_SEQ"
+}
+
 barrier() {
 	local name=$1 timeout_s=${2:-${KXFER_BARRIER_TIMEOUT:-120}}
-	local seq_file=/tmp/kxfer-barrier.seq seq peer mine theirs deadline f n max=0 last=none
+	local seq_file=$KXFER_BARRIER_SEQ seq peer mine theirs deadline f n max=0 last=none
 
 	[[ ${KXFER_GUESTS:-1} == 2 ]] || return 0
 	peer=a
 	[[ $KXFER_GUEST == a ]] && peer=b
 	# Barriers are ranked so that a name can be reused; the rank lives in a
-	# file because tests run in subshells.
+	# file because tests run in subshells, in /out so that a guest killed
+	# and booted again (vm-run) goes on counting.
 	seq=$(($(cat "$seq_file" 2>/dev/null || echo 0) + 1))
 	echo "$seq" >"$seq_file"
 	mine=$KXFER_SHARED/barrier.$seq.$name.$KXFER_GUEST
@@ -276,6 +288,15 @@ barrier() {
 			return 1
 		fi
 		sleep 0.05
+	done
+}
+
+kill_me() {
+	[[ $KXFER_GUEST == b ]] || { echo "kill_me: only guest b can be killed" >&2; return 1; }
+	# /out and /shared are 9p without a cache: what was written is there
+	: >"$KXFER_SHARED/kill.$KXFER_GUEST"
+	while :; do
+		sleep 60
 	done
 }
 
