@@ -3,7 +3,7 @@
  * storm: a verified WRITE stream that survives faults, built on libkxfer.
  *
  *   storm [-d SECONDS] [-T THREADS] [-s SEED] [-m MAXSEGS] [-l MAXLEN]
- *         [-b BATCH] [-C SECONDS] [-w SECONDS] [-q]
+ *         [-b BATCH] [-C SECONDS] [-w SECONDS] [-N] [-q]
  *         -R EXPORT_OFF -S SLICE_LEN -L POOL_OFF PEER EXPORT POOL
  *
  * Every thread opens /dev/kxfer on its own and owns a disjoint part of
@@ -38,13 +38,16 @@
  * close moves the thread to the other half of its part, so that jobs of
  * a closed file never race with jobs of its successor.
  *
+ * -N: the peer may die and come back with its memory lost (a killed
+ * guest): no readback, completions are counted and checked only.
+ *
  * The last line of output:
  *   storm: seed S threads T submitted N accepted N ok N failed N (ERR n ...)
  *   refused N (ERR n ...) abandoned N unsent N closes N maxinflight N
  *   verified_bytes N skipped_regions N skipped_bytes N unwritten_bytes N
  *   bad_bytes 0 lost 0 dup 0
  * Exit status: 0 if nothing was lost, duplicated or corrupted and some
- * bytes were verified, 1 otherwise, 2 usage.
+ * bytes were verified (with -N: some job succeeded), 1 otherwise, 2 usage.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -101,6 +104,7 @@ struct opts {
 	int64_t duration_ns;
 	int64_t close_ns;	/* -C, 0: never */
 	int64_t wait_ns;	/* -w: drain and session-up bound */
+	bool no_readback;	/* -N: count completions only */
 	bool quiet;
 };
 
@@ -207,7 +211,7 @@ static _Noreturn void usage(const char *why)
 {
 	fprintf(stderr, "storm: %s\n"
 		"usage: storm [-d SECONDS] [-T THREADS] [-s SEED] [-m MAXSEGS] [-l MAXLEN]\n"
-		"             [-b BATCH] [-C SECONDS] [-w SECONDS] [-q]\n"
+		"             [-b BATCH] [-C SECONDS] [-w SECONDS] [-N] [-q]\n"
 		"             -R EXPORT_OFF -S SLICE_LEN -L POOL_OFF PEER EXPORT POOL\n",
 		why);
 	exit(2);
@@ -866,7 +870,7 @@ static void *thr_main(void *arg)
 		for (i = 0; i < ret; i++)
 			thr_complete(t, &t->ev[i]);
 	}
-	if (t->err[0] || t->c.lost)
+	if (t->err[0] || t->c.lost || o->no_readback)
 		return NULL;
 	if (!thr_readback(t, now_ns() + o->wait_ns))
 		thr_verify(t, t->pool.base);
@@ -936,7 +940,7 @@ int main(int argc, char **argv)
 	uint8_t *src;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "d:T:s:m:l:b:C:w:qR:S:L:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:T:s:m:l:b:C:w:NqR:S:L:")) != -1) {
 		switch (opt) {
 		case 'd':
 			o.duration_ns = arg_secs(optarg);
@@ -962,6 +966,9 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			o.wait_ns = arg_secs(optarg);
+			break;
+		case 'N':
+			o.no_readback = true;
 			break;
 		case 'q':
 			o.quiet = true;
@@ -1066,7 +1073,8 @@ int main(int argc, char **argv)
 			tot.accepted);
 		failed = true;
 	}
-	if (tot.lost || tot.dup || tot.bad || tot.unexpected || !tot.verified)
+	if (tot.lost || tot.dup || tot.bad || tot.unexpected ||
+	    !(o.no_readback ? tot.ok : tot.verified))
 		failed = true;
 
 	printf("storm: seed %" PRIu64 " threads %u submitted %" PRIu64 " accepted %" PRIu64 " ok %" PRIu64,
