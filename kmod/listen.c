@@ -141,7 +141,9 @@ int kxfer_listener_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	ret = kxfer_session_accept(id, conn, ev->param.conn.qp_num);
 	if (ret) {
 		kxfer_listener_refuse(id, l, ret == -EXDEV ? KXFER_REJ_DEVICE :
-				      KXFER_REJ_BUSY, "cannot accept");
+				      KXFER_REJ_BUSY, ret == -EAGAIN ?
+				      "too many half-open sessions" :
+				      "cannot accept");
 		return 1;
 	}
 	atomic_inc(&l->l_accepted);

@@ -58,6 +58,11 @@ unsigned int kxfer_reconnect_max_ms = 5000;
 module_param_named(reconnect_max_ms, kxfer_reconnect_max_ms, uint, 0644);
 MODULE_PARM_DESC(reconnect_max_ms, "Longest reconnect backoff (default 5000)");
 
+static unsigned int kxfer_max_half_open = 16;
+module_param_named(max_half_open, kxfer_max_half_open, uint, 0644);
+MODULE_PARM_DESC(max_half_open,
+		 "Accepted sessions still connecting, per source address (default 16)");
+
 static unsigned int kxfer_default_depth = 256;
 module_param_named(default_depth, kxfer_default_depth, uint, 0444);
 MODULE_PARM_DESC(default_depth, "Send queue depth per QP (default 256)");
@@ -933,6 +938,25 @@ static void kxfer_sessions_supersede(struct kxfer_session *new)
 	}
 }
 
+/*
+ * A session whose other QPs never come holds its QPs and receive buffers
+ * until the connect timeout: bound how many one address can leave so.
+ * Caller holds kxfer_sess_mutex.
+ */
+static bool kxfer_too_many_half_open(const struct sockaddr_storage *src)
+{
+	struct kxfer_session *s;
+	unsigned int n = 0;
+
+	lockdep_assert_held(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node)
+		if (s->s_role == KXFER_PEER_ACCEPTOR &&
+		    s->s_state == KXFER_PEER_CONNECTING &&
+		    kxfer_same_host(&s->s_dst, src))
+			n++;
+	return n >= READ_ONCE(kxfer_max_half_open);
+}
+
 /**
  * kxfer_session_accept - take a QP of a session a listener received
  * @id: the new cm_id, in its CONNECT_REQUEST handler
@@ -945,7 +969,8 @@ static void kxfer_sessions_supersede(struct kxfer_session *new)
  * which nothing holds while destroying a listener's id.
  *
  * Return: 0 (the id now belongs to the session) or a negative errno
- * (the caller rejects; rdma_cm destroys the id).
+ * (the caller rejects; rdma_cm destroys the id): %-EAGAIN when the source
+ * has max_half_open sessions connecting already.
  */
 int kxfer_session_accept(struct rdma_cm_id *id,
 			 const struct kxfer_wire_conn *conn, u32 remote_qpn)
@@ -966,6 +991,10 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 		    !strcmp(s->s_remote_node, node))
 			break;
 	if (list_entry_is_head(s, &kxfer_sessions, s_node)) {
+		if (kxfer_too_many_half_open(&id->route.addr.dst_addr)) {
+			mutex_unlock(&kxfer_sess_mutex);
+			return -EAGAIN;
+		}
 		s = kxfer_session_alloc(node, KXFER_PEER_ACCEPTOR,
 					conn->wc_qp_count, kxfer_default_depth);
 		if (!s) {

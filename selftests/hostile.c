@@ -14,6 +14,8 @@
  *                                 other peers, used across sessions
  *   hostile [OPTIONS] ackflood N  N keepalives, never a credit back
  *   hostile [OPTIONS] expflood N  N exports of 4096 MRs, one MR each
+ *   hostile [OPTIONS] halfflood N MAX  N sessions left half open: the
+ *                                 first MAX are accepted, the rest refused
  *
  * Options: -a ADDR (10.99.0.1), -p PORT (KXFER_PORT), -L FILE: append
  * the kernel log lines the listener must print, one a line; -e LIST:
@@ -1898,6 +1900,51 @@ out:
 }
 
 /*
+ * Sessions of two QPs whose second QP never comes, from one address: a
+ * accepts max_half_open (MAX) of them and refuses the rest, busy, until
+ * some complete or time out.
+ */
+static int cmd_halfflood(unsigned int n, unsigned int max, int hold_s)
+{
+	struct sess *ss = calloc(n, sizeof(*ss));
+	unsigned int i, acc = 0, busy = 0, other = 0;
+	struct wire_conn w;
+	int ret;
+
+	if (!ss) {
+		result("halfflood", "FAIL: out of memory");
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(ss[i].node, sizeof(ss[i].node), "hf-half");
+		ss[i].sid = rand64();
+		ss[i].nqps = 2;
+		conn_pdata(&w, ss[i].node, ss[i].sid, 0, 2);
+		ret = conn_try(&ss[i], &ss[i].c[0], &w, sizeof(w), -1, true);
+		if (!ret)
+			acc++;
+		else if (ret == -ECONNREFUSED && ss[i].c[0].rej_reason == REJ_BUSY)
+			busy++;
+		else
+			other++;
+	}
+	if (acc == max && busy == n - max)
+		result("halfflood", "ok, %u of %u half-open sessions accepted, %u refused busy",
+		       acc, n, busy);
+	else
+		result("halfflood", "FAIL: %u of %u accepted (want %u), %u refused busy, %u other",
+		       acc, n, max, busy, other);
+	if (hold_s > 0) {
+		say("holding\n");
+		sleep((unsigned int)hold_s);
+	}
+	for (i = 0; i < n; i++)
+		sess_close(&ss[i]);
+	free(ss);
+	return 0;
+}
+
+/*
  * Distinct exports that each claim 4096 MRs and bring one: every message
  * of 112 bytes asks a for a table of 4096 entries.
  */
@@ -1945,7 +1992,7 @@ static void print_usage(void)
 	fputs("usage: hostile [-a ADDR] [-p PORT] [-L FILE] [-e EXPORTS] [-g EXPORT]\n"
 	      "               [-H SEC] [-s SEED]\n"
 	      "               pdata | halfopen | ctrl [CASE] | overrun | rdma |\n"
-	      "               ackflood N | expflood N\n", stderr);
+	      "               ackflood N | expflood N | halfflood N MAX\n", stderr);
 	exit(2);
 }
 
@@ -2015,6 +2062,10 @@ int main(int argc, char **argv)
 		cmd_ackflood(strtoul(argv[optind + 1], NULL, 0), hold_s);
 	else if (!strcmp(argv[optind], "expflood") && argv[optind + 1])
 		cmd_expflood(strtoul(argv[optind + 1], NULL, 0), hold_s);
+	else if (!strcmp(argv[optind], "halfflood") && argv[optind + 1] &&
+		 argv[optind + 2])
+		cmd_halfflood(strtoul(argv[optind + 1], NULL, 0),
+			      strtoul(argv[optind + 2], NULL, 0), hold_s);
 	else
 		print_usage();
 

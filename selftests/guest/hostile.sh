@@ -146,11 +146,15 @@ hp_k64() {
 #  - KEEPALIVEs past the credits a granted (the NIC retries RNR for ever),
 #    no credit ever returned: a queues an answer to each;
 #  - EXPORT_ADDs of distinct names claiming 4096 MRs and bringing one:
-#    112 bytes on the wire ask a for a table of 128 KiB.
+#    112 bytes on the wire ask a for a table of 128 KiB;
+#  - sessions left half open (QP 0 of 2), each holding QPs and receive
+#    buffers on a until the connect timeout: a accepts max_half_open
+#    (16) from one address and refuses the rest, busy.
 # Either a ends such a session, or its memory stays within a bound far
 # below what the flood asks for.  Everything is returned afterwards.
 HL_ACKS=3000		# bound: 1000 queued answers
 HL_EXPORTS=300		# bound: 16 MiB
+HL_HALF=20		# bound: max_half_open, 16
 t_hostile_peer_limits() {
 	local rc=0
 
@@ -170,6 +174,11 @@ t_hostile_peer_limits() {
 		echo "slab+vmalloc: $m0 -> $m1 kB with $HL_EXPORTS exports of 4096 MRs"
 		[ $((m1 - m0)) -lt 16384 ] || { echo "unbounded: remote export tables"; rc=1; }
 		barrier hl-exports-measured
+		barrier hl-half-holding 120
+		m1=$(kxferctl -j peer show | jq '[.[] | select(.name == "hf-half")] | length')
+		echo "half-open sessions held for b's address: $m1 of $HL_HALF asked"
+		[ "$m1" -ge 1 ] && [ "$m1" -le 16 ] || { echo "unbounded: half-open sessions"; rc=1; }
+		barrier hl-half-measured
 		barrier hl-done
 		busywait 15000 hp_only_b
 		sleep 1
@@ -193,5 +202,14 @@ t_hostile_peer_limits() {
 	barrier hl-exports-measured
 	stop_process "$fl"
 	cat "$KXFER_OUT/hl-exports.txt"
+	hostile -H 60 halfflood "$HL_HALF" 16 >"$KXFER_OUT/hl-half.txt" 2>&1 &
+	fl=$!
+	busywait 60000 grep -q '^holding' "$KXFER_OUT/hl-half.txt"
+	barrier hl-half-holding 120
+	barrier hl-half-measured
+	stop_process "$fl"
+	cat "$KXFER_OUT/hl-half.txt"
+	grep -q '^case halfflood: ok' "$KXFER_OUT/hl-half.txt" || rc=1
 	barrier hl-done
+	return $rc
 }
