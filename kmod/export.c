@@ -35,6 +35,7 @@ static struct kxfer_export *kxfer_export_lookup(const char *name)
  * @len: length of the range
  * @has_len: false to export from @off to the pool's end
  * @peer: the one peer allowed, or "" for any
+ * @from: the addresses a peer must connect from, or %NULL for any
  * @access: KXFER_ACCESS_* bits
  * @extack: for the reason of a refusal
  *
@@ -43,7 +44,8 @@ static struct kxfer_export *kxfer_export_lookup(const char *name)
  * %-EEXIST for a name in use; %-ENOMEM.  May sleep.
  */
 int kxfer_export_create(const char *name, const char *pool_name, u64 off,
-			u64 len, bool has_len, const char *peer, u32 access,
+			u64 len, bool has_len, const char *peer,
+			const struct kxfer_prefix *from, u32 access,
 			struct netlink_ext_ack *extack)
 {
 	struct kxfer_export *exp;
@@ -69,6 +71,10 @@ int kxfer_export_create(const char *name, const char *pool_name, u64 off,
 		return -ENOMEM;
 	strscpy(exp->ke_name, name, sizeof(exp->ke_name));
 	strscpy(exp->ke_peer, peer, sizeof(exp->ke_peer));
+	if (from) {
+		exp->ke_from = *from;
+		exp->ke_has_from = true;
+	}
 	exp->ke_access = access;
 
 	mutex_lock(&kxfer_obj_mutex);

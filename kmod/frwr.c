@@ -35,10 +35,17 @@ static void kxfer_mr_wc_done(struct ib_cq *cq, struct ib_wc *wc)
 	complete(&m->mr_done);
 }
 
+/*
+ * Node names are claimed, not proven: an export scoped to addresses as
+ * well ("from") is given only to sessions whose far end is there.
+ */
 static bool kxfer_export_matches(struct kxfer_session *s,
 				 struct kxfer_export *exp)
 {
-	return !exp->ke_peer[0] || !strcmp(exp->ke_peer, s->s_name);
+	if (exp->ke_peer[0] && strcmp(exp->ke_peer, s->s_name))
+		return false;
+	return !exp->ke_has_from ||
+	       kxfer_prefix_match(&exp->ke_from, (struct sockaddr *)&s->s_dst);
 }
 
 static int kxfer_ib_access(u32 access)

@@ -153,6 +153,15 @@ struct kxfer_pool_args {
 };
 
 /**
+ * struct kxfer_prefix - an address prefix (allow lists, export scopes)
+ */
+struct kxfer_prefix {
+	sa_family_t	p_family;
+	u8		p_len;		/* bits */
+	u8		p_addr[16];	/* network order */
+};
+
+/**
  * struct kxfer_export - a byte range of a pool that peers may reach
  * @ke_node: on kxfer_exports, under kxfer_obj_mutex
  * @ke_name: unique among exports
@@ -160,6 +169,8 @@ struct kxfer_pool_args {
  * @ke_off: first byte in the pool
  * @ke_len: length in bytes, never 0
  * @ke_peer: peer name allowed to use it; empty for any peer
+ * @ke_from: with @ke_has_from, the peer's address must be in this prefix
+ * @ke_has_from: @ke_from applies
  * @ke_access: KXFER_ACCESS_* bits, never 0
  * @ke_gen: generation, unique and increasing over the module's life
  */
@@ -170,6 +181,8 @@ struct kxfer_export {
 	u64			ke_off;
 	u64			ke_len;
 	char			ke_peer[KXFER_NAME_MAX];
+	struct kxfer_prefix	ke_from;
+	bool			ke_has_from;
 	u32			ke_access;
 	u64			ke_gen;
 };
@@ -193,7 +206,8 @@ const struct kxfer_chunk *kxfer_pool_chunk_at(const struct kxfer_pool *pool,
 void kxfer_pools_destroy_all(void);
 
 int kxfer_export_create(const char *name, const char *pool_name, u64 off,
-			u64 len, bool has_len, const char *peer, u32 access,
+			u64 len, bool has_len, const char *peer,
+			const struct kxfer_prefix *from, u32 access,
 			struct netlink_ext_ack *extack);
 int kxfer_export_delete(const char *name, struct netlink_ext_ack *extack);
 void kxfer_exports_destroy_all(void);
@@ -514,14 +528,8 @@ void kxfer_rexports_clear(struct kxfer_session *s);
 /* listen.c */
 #define KXFER_MAX_ALLOW		16
 
-/**
- * struct kxfer_prefix - an address prefix of an allow list
- */
-struct kxfer_prefix {
-	sa_family_t	p_family;
-	u8		p_len;		/* bits */
-	u8		p_addr[16];	/* network order */
-};
+bool kxfer_prefix_match(const struct kxfer_prefix *p,
+			const struct sockaddr *sa);
 
 /**
  * struct kxfer_listener - an rdma_cm listening id

@@ -38,8 +38,15 @@ static const u8 *kxfer_sa_bytes(const struct sockaddr *sa, unsigned int *len)
 	return NULL;
 }
 
-static bool kxfer_prefix_match(const struct kxfer_prefix *p,
-			       const struct sockaddr *sa)
+/**
+ * kxfer_prefix_match - an address is inside a prefix
+ * @p: the prefix
+ * @sa: the address (its port is ignored)
+ *
+ * Return: true if @sa has @p's family and its first p_len bits.
+ */
+bool kxfer_prefix_match(const struct kxfer_prefix *p,
+			const struct sockaddr *sa)
 {
 	unsigned int len, full, rest;
 	const u8 *a = kxfer_sa_bytes(sa, &len);

@@ -27,6 +27,11 @@ static bool kxfer_nl_ready;
 /* Policies                                                                */
 /* ---------------------------------------------------------------------- */
 
+static const struct nla_policy kxfer_prefix_policy[KXFER_A_PREFIX_MAX + 1] = {
+	[KXFER_A_PREFIX_ADDR]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
+	[KXFER_A_PREFIX_LEN]	= NLA_POLICY_MAX(NLA_U8, 128),
+};
+
 static const struct nla_policy kxfer_dev_get_policy[KXFER_A_DEV_MAX + 1] = {
 	[KXFER_A_DEV_NAME] = { .type = NLA_NUL_STRING,
 			       .len = IB_DEVICE_NAME_MAX - 1 },
@@ -56,6 +61,7 @@ kxfer_export_new_policy[KXFER_A_EXPORT_MAX + 1] = {
 				    .len = KXFER_NAME_MAX - 1 },
 	[KXFER_A_EXPORT_OFFSET]	= { .type = NLA_U64 },
 	[KXFER_A_EXPORT_LEN]	= { .type = NLA_U64 },
+	[KXFER_A_EXPORT_FROM]	= NLA_POLICY_NESTED(kxfer_prefix_policy),
 	[KXFER_A_EXPORT_PEER]	= { .type = NLA_NUL_STRING,
 				    .len = KXFER_NAME_MAX - 1 },
 	[KXFER_A_EXPORT_ACCESS]	= NLA_POLICY_MASK(NLA_U32, KXFER_ACCESS_ALL),
@@ -67,10 +73,6 @@ kxfer_export_name_policy[KXFER_A_EXPORT_MAX + 1] = {
 				    .len = KXFER_NAME_MAX - 1 },
 };
 
-static const struct nla_policy kxfer_prefix_policy[KXFER_A_PREFIX_MAX + 1] = {
-	[KXFER_A_PREFIX_ADDR]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
-	[KXFER_A_PREFIX_LEN]	= NLA_POLICY_MAX(NLA_U8, 128),
-};
 
 static const struct nla_policy kxfer_listen_policy[KXFER_A_LISTEN_MAX + 1] = {
 	[KXFER_A_LISTEN_ADDR]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
@@ -476,6 +478,52 @@ static int kxfer_nl_pool_get_dumpit(struct sk_buff *skb,
 /* Exports                                                                 */
 /* ---------------------------------------------------------------------- */
 
+static int kxfer_nl_prefix(const struct nlattr *nest, struct kxfer_prefix *p,
+			   struct netlink_ext_ack *extack)
+{
+	struct nlattr *tb[KXFER_A_PREFIX_MAX + 1];
+	unsigned int alen;
+	int ret;
+
+	ret = nla_parse_nested(tb, KXFER_A_PREFIX_MAX, nest,
+			       kxfer_prefix_policy, extack);
+	if (ret)
+		return ret;
+	if (!tb[KXFER_A_PREFIX_ADDR] || !tb[KXFER_A_PREFIX_LEN]) {
+		NL_SET_ERR_MSG_ATTR(extack, nest, "prefix needs an address and a length");
+		return -EINVAL;
+	}
+	alen = nla_len(tb[KXFER_A_PREFIX_ADDR]);
+	if (alen != 4 && alen != 16) {
+		NL_SET_ERR_MSG_ATTR(extack, nest,
+				    "prefix address must be 4 or 16 bytes");
+		return -EINVAL;
+	}
+	p->p_family = alen == 4 ? AF_INET : AF_INET6;
+	p->p_len = nla_get_u8(tb[KXFER_A_PREFIX_LEN]);
+	if (p->p_len > alen * 8) {
+		NL_SET_ERR_MSG_ATTR(extack, nest, "prefix length too long");
+		return -EINVAL;
+	}
+	memset(p->p_addr, 0, sizeof(p->p_addr));
+	memcpy(p->p_addr, nla_data(tb[KXFER_A_PREFIX_ADDR]), alen);
+	return 0;
+}
+
+static int kxfer_nl_put_prefix(struct sk_buff *skb, int type,
+			       const struct kxfer_prefix *p)
+{
+	struct nlattr *nest = nla_nest_start(skb, type);
+
+	if (!nest ||
+	    nla_put(skb, KXFER_A_PREFIX_ADDR,
+		    p->p_family == AF_INET ? 4 : 16, p->p_addr) ||
+	    nla_put_u8(skb, KXFER_A_PREFIX_LEN, p->p_len))
+		return -EMSGSIZE;
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
 static int kxfer_nl_fill_export(struct sk_buff *skb, struct kxfer_export *exp,
 				bool full)
 {
@@ -493,6 +541,9 @@ static int kxfer_nl_fill_export(struct sk_buff *skb, struct kxfer_export *exp,
 	     nla_put_string(skb, KXFER_A_EXPORT_PEER, exp->ke_peer)) ||
 	    nla_put_u32(skb, KXFER_A_EXPORT_ACCESS, exp->ke_access))
 		return -EMSGSIZE;
+	if (exp->ke_has_from &&
+	    kxfer_nl_put_prefix(skb, KXFER_A_EXPORT_FROM, &exp->ke_from))
+		return -EMSGSIZE;
 	return 0;
 }
 
@@ -502,7 +553,9 @@ static int kxfer_nl_export_new_doit(struct sk_buff *skb,
 	struct netlink_ext_ack *extack = info->extack;
 	struct nlattr **tb = info->attrs;
 	const char *name, *pool, *peer = "";
+	struct kxfer_prefix from;
 	u64 off = 0, len = 0;
+	int ret;
 
 	name = kxfer_nl_name(info, KXFER_A_EXPORT_NAME, extack);
 	if (IS_ERR(name))
@@ -521,9 +574,15 @@ static int kxfer_nl_export_new_doit(struct sk_buff *skb,
 		off = nla_get_u64(tb[KXFER_A_EXPORT_OFFSET]);
 	if (tb[KXFER_A_EXPORT_LEN])
 		len = nla_get_u64(tb[KXFER_A_EXPORT_LEN]);
+	if (tb[KXFER_A_EXPORT_FROM]) {
+		ret = kxfer_nl_prefix(tb[KXFER_A_EXPORT_FROM], &from, extack);
+		if (ret)
+			return ret;
+	}
 
 	return kxfer_export_create(name, pool, off, len,
 				   !!tb[KXFER_A_EXPORT_LEN], peer,
+				   tb[KXFER_A_EXPORT_FROM] ? &from : NULL,
 				   nla_get_u32(tb[KXFER_A_EXPORT_ACCESS]),
 				   extack);
 }
@@ -640,38 +699,6 @@ static int kxfer_nl_sockaddr(const struct nlattr *addr, const struct nlattr *por
 	return 0;
 }
 
-static int kxfer_nl_prefix(const struct nlattr *nest, struct kxfer_prefix *p,
-			   struct netlink_ext_ack *extack)
-{
-	struct nlattr *tb[KXFER_A_PREFIX_MAX + 1];
-	unsigned int alen;
-	int ret;
-
-	ret = nla_parse_nested(tb, KXFER_A_PREFIX_MAX, nest,
-			       kxfer_prefix_policy, extack);
-	if (ret)
-		return ret;
-	if (!tb[KXFER_A_PREFIX_ADDR] || !tb[KXFER_A_PREFIX_LEN]) {
-		NL_SET_ERR_MSG_ATTR(extack, nest, "prefix needs an address and a length");
-		return -EINVAL;
-	}
-	alen = nla_len(tb[KXFER_A_PREFIX_ADDR]);
-	if (alen != 4 && alen != 16) {
-		NL_SET_ERR_MSG_ATTR(extack, nest,
-				    "prefix address must be 4 or 16 bytes");
-		return -EINVAL;
-	}
-	p->p_family = alen == 4 ? AF_INET : AF_INET6;
-	p->p_len = nla_get_u8(tb[KXFER_A_PREFIX_LEN]);
-	if (p->p_len > alen * 8) {
-		NL_SET_ERR_MSG_ATTR(extack, nest, "prefix length too long");
-		return -EINVAL;
-	}
-	memset(p->p_addr, 0, sizeof(p->p_addr));
-	memcpy(p->p_addr, nla_data(tb[KXFER_A_PREFIX_ADDR]), alen);
-	return 0;
-}
-
 static int kxfer_nl_listen_new_doit(struct sk_buff *skb,
 				    struct genl_info *info)
 {
@@ -746,7 +773,6 @@ static int kxfer_nl_put_sockaddr(struct sk_buff *skb, int addr_type,
 
 static int kxfer_nl_fill_listen(struct sk_buff *skb, struct kxfer_listener *l)
 {
-	struct nlattr *nest;
 	unsigned int i;
 
 	if (kxfer_nl_put_sockaddr(skb, KXFER_A_LISTEN_ADDR,
@@ -757,17 +783,9 @@ static int kxfer_nl_fill_listen(struct sk_buff *skb, struct kxfer_listener *l)
 	    nla_put_u32(skb, KXFER_A_LISTEN_REJECTED,
 			atomic_read(&l->l_rejected)))
 		return -EMSGSIZE;
-	for (i = 0; i < l->l_nallow; i++) {
-		const struct kxfer_prefix *p = &l->l_allow[i];
-
-		nest = nla_nest_start(skb, KXFER_A_LISTEN_ALLOW);
-		if (!nest ||
-		    nla_put(skb, KXFER_A_PREFIX_ADDR,
-			    p->p_family == AF_INET ? 4 : 16, p->p_addr) ||
-		    nla_put_u8(skb, KXFER_A_PREFIX_LEN, p->p_len))
+	for (i = 0; i < l->l_nallow; i++)
+		if (kxfer_nl_put_prefix(skb, KXFER_A_LISTEN_ALLOW, &l->l_allow[i]))
 			return -EMSGSIZE;
-		nla_nest_end(skb, nest);
-	}
 	return 0;
 }
 

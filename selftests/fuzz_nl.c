@@ -171,6 +171,7 @@ static const struct attr a_export[] = {
 	[KXFER_A_EXPORT_PEER] = { T_STR },
 	[KXFER_A_EXPORT_ACCESS] = { T_U32 },
 	[KXFER_A_EXPORT_PAD] = { T_PAD },
+	[KXFER_A_EXPORT_FROM] = { T_NEST, S_PREFIX },
 };
 
 static const struct attr a_listen[] = {

@@ -16,13 +16,16 @@
  *   hostile [OPTIONS] expflood N  N exports of 4096 MRs, one MR each
  *   hostile [OPTIONS] halfflood N MAX  N sessions left half open: the
  *                                 first MAX are accepted, the rest refused
+ *   hostile [OPTIONS] claim NODE  connect as node NODE (any name), and with
+ *                                 -e check the exports a advertises to it
  *
  * Options: -a ADDR (10.99.0.1), -p PORT (KXFER_PORT), -L FILE: append
  * the kernel log lines the listener must print, one a line; -e LIST:
  * rdma, the exact sorted comma-separated export names the hostile node
  * must be told about; -g EXPORT: rdma, the export granted to node
  * "evil" (read, write); -H SEC: the floods hold the session this long
- * after their last message, printing "holding" first.
+ * after their last message, printing "holding" first; -S ADDR: connect
+ * from this local address.
  *
  * Everything received from the kernel (private data of accept and
  * reject, every control message) is checked against the protocol and
@@ -216,7 +219,7 @@ struct sess {
 	bool no_ack;		/* answer no keepalive */
 };
 
-static struct sockaddr_in dst;
+static struct sockaddr_in dst, src;
 static FILE *logf_;
 static unsigned int n_conns, n_msgs, n_rdma, n_rejected, n_pointers;
 static unsigned int n_violations, n_fail, n_cases;
@@ -383,7 +386,8 @@ static int conn_resolve(struct conn *c)
 	fcntl(c->ec->fd, F_SETFL, fl | O_NONBLOCK);
 	if (rdma_create_id(c->ec, &c->id, NULL, RDMA_PS_TCP))
 		return -errno;
-	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&dst, 2000))
+	if (rdma_resolve_addr(c->id, src.sin_family ? (struct sockaddr *)&src : NULL,
+			      (struct sockaddr *)&dst, 2000))
 		return -errno;
 	ev = conn_wait(c, RDMA_CM_EVENT_ADDR_RESOLVED, 5000);
 	if (!ev)
@@ -1899,6 +1903,26 @@ out:
 	return 0;
 }
 
+/* A session as NODE: what a gives a name claimed from this address. */
+static int cmd_claim(const char *node, const char *expect)
+{
+	struct sess s;
+
+	if (sess_open(&s, node, 1, -1)) {
+		result("claim", "FAIL: the session as %s did not come up", node);
+		goto out;
+	}
+	if (!expect)
+		result("claim", "ok, up as %s", node);
+	else if (list_eq(&s, expect))
+		result("claim", "ok, as %s: exactly %s", node, expect);
+	else
+		result("claim", "FAIL: as %s: wanted %s", node, expect);
+out:
+	sess_close(&s);
+	return 0;
+}
+
 /*
  * Sessions of two QPs whose second QP never comes, from one address: a
  * accepts max_half_open (MAX) of them and refuses the rest, busy, until
@@ -1990,9 +2014,10 @@ out:
 static void print_usage(void)
 {
 	fputs("usage: hostile [-a ADDR] [-p PORT] [-L FILE] [-e EXPORTS] [-g EXPORT]\n"
-	      "               [-H SEC] [-s SEED]\n"
+	      "               [-H SEC] [-s SEED] [-S SRCADDR]\n"
 	      "               pdata | halfopen | ctrl [CASE] | overrun | rdma |\n"
-	      "               ackflood N | expflood N | halfflood N MAX\n", stderr);
+	      "               ackflood N | expflood N | halfflood N MAX | claim NODE\n",
+	      stderr);
 	exit(2);
 }
 
@@ -2003,7 +2028,7 @@ int main(int argc, char **argv)
 	int opt, hold_s = 0;
 	int64_t t0 = now_ms();
 
-	while ((opt = getopt(argc, argv, "a:p:L:e:g:H:s:v")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:L:e:g:H:s:S:v")) != -1) {
 		switch (opt) {
 		case 'v':
 			verbose = true;
@@ -2032,6 +2057,11 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			seed = strtoul(optarg, NULL, 0);
+			break;
+		case 'S':
+			src.sin_family = AF_INET;
+			if (inet_pton(AF_INET, optarg, &src.sin_addr) != 1)
+				print_usage();
 			break;
 		default:
 			print_usage();
@@ -2062,6 +2092,9 @@ int main(int argc, char **argv)
 		cmd_ackflood(strtoul(argv[optind + 1], NULL, 0), hold_s);
 	else if (!strcmp(argv[optind], "expflood") && argv[optind + 1])
 		cmd_expflood(strtoul(argv[optind + 1], NULL, 0), hold_s);
+	else if (!strcmp(argv[optind], "claim") && argv[optind + 1] &&
+		 strlen(argv[optind + 1]) < NAME_MAX_)
+		cmd_claim(argv[optind + 1], expect);
 	else if (!strcmp(argv[optind], "halfflood") && argv[optind + 1] &&
 		 argv[optind + 2])
 		cmd_halfflood(strtoul(argv[optind + 1], NULL, 0),

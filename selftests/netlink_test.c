@@ -453,6 +453,101 @@ TEST_F(nl, export_bad_peer_name)
 	EXPECT_EQ(-EINVAL, knl_xfer(&self->nl, NULL, NULL));
 }
 
+/*
+ * An export's "from" prefix: a nest of KXFER_A_PREFIX_ADDR (alen bytes
+ * of addr, none if 0) and KXFER_A_PREFIX_LEN (unless plen < 0).
+ */
+static void put_from(struct knl *nl, const uint8_t *addr, size_t alen,
+		     int plen)
+{
+	char buf[64] = {};
+	struct nlattr *a = (struct nlattr *)buf;
+	size_t len = 0;
+
+	if (alen) {
+		a->nla_type = KXFER_A_PREFIX_ADDR;
+		a->nla_len = NLA_HDRLEN + alen;
+		memcpy(buf + NLA_HDRLEN, addr, alen);
+		len = NLA_ALIGN(a->nla_len);
+	}
+	if (plen >= 0) {
+		a = (struct nlattr *)(buf + len);
+		a->nla_type = KXFER_A_PREFIX_LEN;
+		a->nla_len = NLA_HDRLEN + 1;
+		buf[len + NLA_HDRLEN] = (char)plen;
+		len += NLA_ALIGN(a->nla_len);
+	}
+	knl_put(nl, KXFER_A_EXPORT_FROM | NLA_F_NESTED, buf, len);
+}
+
+static const uint8_t addr_b[4] = { 10, 99, 0, 2 };
+
+static void export_from_cb(struct nlmsghdr *h, void *arg)
+{
+	struct nlattr *from = knl_attr(h, KXFER_A_EXPORT_FROM);
+	uint8_t *v = arg;
+	struct nlattr *a;
+	int rem;
+
+	if (!from)
+		return;
+	rem = from->nla_len - NLA_HDRLEN;
+	for (a = (struct nlattr *)KNL_NLA_DATA(from); KNL_NLA_OK(a, rem);
+	     a = KNL_NLA_NEXT(a, rem)) {
+		if (a->nla_type == KXFER_A_PREFIX_ADDR &&
+		    a->nla_len == NLA_HDRLEN + 4)
+			memcpy(v, KNL_NLA_DATA(a), 4);
+		if (a->nla_type == KXFER_A_PREFIX_LEN)
+			v[4] = *(uint8_t *)KNL_NLA_DATA(a);
+	}
+}
+
+TEST_F(nl, export_from)
+{
+	uint8_t v[5] = {};
+
+	export_begin(&self->nl, self->exp, self->pool);
+	knl_put_str(&self->nl, KXFER_A_EXPORT_PEER, "b");
+	put_from(&self->nl, addr_b, 4, 32);
+	knl_put_u32(&self->nl, KXFER_A_EXPORT_ACCESS, KXFER_ACCESS_READ);
+	ASSERT_EQ(0, knl_xfer(&self->nl, NULL, NULL));
+
+	knl_begin(&self->nl, self->nl.family, KXFER_CMD_EXPORT_GET, 0);
+	knl_put_str(&self->nl, KXFER_A_EXPORT_NAME, self->exp);
+	ASSERT_EQ(0, knl_xfer(&self->nl, export_from_cb, v));
+	EXPECT_EQ(0, memcmp(v, addr_b, 4));
+	EXPECT_EQ(32, v[4]);
+}
+
+TEST_F(nl, export_from_too_long)
+{
+	export_begin(&self->nl, self->exp, self->pool);
+	put_from(&self->nl, addr_b, 4, 33);
+	knl_put_u32(&self->nl, KXFER_A_EXPORT_ACCESS, KXFER_ACCESS_READ);
+	EXPECT_EQ(-EINVAL, knl_xfer(&self->nl, NULL, NULL));
+	EXPECT_STREQ("prefix length too long", self->nl.extack);
+}
+
+TEST_F(nl, export_from_no_len)
+{
+	export_begin(&self->nl, self->exp, self->pool);
+	put_from(&self->nl, addr_b, 4, -1);
+	knl_put_u32(&self->nl, KXFER_A_EXPORT_ACCESS, KXFER_ACCESS_READ);
+	EXPECT_EQ(-EINVAL, knl_xfer(&self->nl, NULL, NULL));
+	EXPECT_STREQ("prefix needs an address and a length", self->nl.extack);
+}
+
+TEST_F(nl, export_from_5_bytes)
+{
+	static const uint8_t five[5] = { 10, 99, 0, 2, 1 };
+
+	export_begin(&self->nl, self->exp, self->pool);
+	put_from(&self->nl, five, 5, 8);
+	knl_put_u32(&self->nl, KXFER_A_EXPORT_ACCESS, KXFER_ACCESS_READ);
+	EXPECT_EQ(-EINVAL, knl_xfer(&self->nl, NULL, NULL));
+	EXPECT_STREQ("prefix address must be 4 or 16 bytes", self->nl.extack);
+}
+
 TEST_F(nl, export_del_unknown)
 {
 	EXPECT_EQ(-ENOENT, export_del(&self->nl, "no-such-export"));

@@ -176,6 +176,68 @@ t_random_4qp() {
 	random_streams pa4 20
 }
 
+# Every byte written through an export lands at its offset in a's pool,
+# and every byte read through one comes from there: a checks its pool
+# itself (the streams above check through the same MRs they write with,
+# which would not see a wrong MR page list).  kvr spans three MRs of 512
+# pages and pool chunks of whatever order the allocator gave.
+t_export_bytes() {
+	if on_a; then
+		barrier eb-written 120
+		xfer check kv 2M 6M seed:303
+		xfer check kv 4096 1M seed:304
+		xfer fill kv 2M 6M seed:305
+		barrier eb-checked
+		barrier eb-read 120
+		return 0
+	fi
+	xfer fill local 2M 6M seed:303
+	xfer job pa kvr local write 2M:0:6M
+	xfer fill local 4096 1M seed:304
+	xfer job pa4 kvw local write 4096:0:1M
+	barrier eb-written 120
+	barrier eb-checked
+	xfer fill local 2M 6M byte:0x00
+	xfer job pa4 kvr local read 2M:0:6M
+	xfer check local 2M 6M seed:305
+	barrier eb-read 120
+}
+
+# Node names are claimed, not proven: an export scoped to an address as
+# well ("from") goes only to sessions from there.  b gets eb-from (peer
+# b, from b's address) and not eb-other (peer b, from 10.99.0.3); a host
+# claiming to be b from 10.99.0.3 (hostile, on b's second address) gets
+# eb-other and the exports for any peer, never eb-from.
+t_export_from() {
+	if on_a; then
+		kxferctl export add eb-other pool kv offset 13M len 64K peer b \
+			from 10.99.0.3 access read
+		defer kxferctl export del eb-other
+		kxferctl export add eb-from pool kv offset 14M len 64K peer b \
+			from "$B/32" access read
+		defer kxferctl export del eb-from
+		kxferctl export show eb-from
+		kxferctl export show eb-from | grep -q ' peer b from 10.99.0.2/32 '
+		kxferctl -j export show eb-other |
+			jq -e '.[0].from == "10.99.0.3/32" and .[0].peer == "b"' >/dev/null
+		kxferctl -j export show kvr | jq -e '.[0] | has("from") | not' >/dev/null
+		barrier ef-added
+		barrier ef-done 120
+		return 0
+	fi
+	barrier ef-added
+	busywait 10000 has_rexport pa eb-from
+	busywait 10000 has_rexport pa4 eb-from
+	# eb-other was advertised first, if at all
+	check_fail has_rexport pa eb-other
+	check_fail has_rexport pa4 eb-other
+	xfer job pa eb-from local read 0:0:4K
+	ip addr add 10.99.0.3/24 dev "$KXFER_NETDEV"
+	defer ip addr del 10.99.0.3/24 dev "$KXFER_NETDEV"
+	hostile -S 10.99.0.3 -e eb-other,kvblocks,kvr,kvro,kvw claim b
+	barrier ef-done
+}
+
 # NOTIFY over 1 and 4 QPs: job k writes region k of the export in 16
 # pieces (striped over the QPs), and the receiver checks region k the
 # moment notification k arrives: never before all of its data.
@@ -637,6 +699,8 @@ ktest2 seed003 t_seed003
 ktest2 job_refusals t_job_refusals
 ktest2 random_1qp t_random_1qp
 ktest2 random_4qp t_random_4qp
+ktest2 export_bytes t_export_bytes
+ktest2 export_from t_export_from
 ktest2 notify_1qp t_notify_1qp
 ktest2 notify_4qp t_notify_4qp
 ktest2 atomics t_atomics

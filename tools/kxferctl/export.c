@@ -15,6 +15,7 @@ static const char *const export_attr_names[KXFER_A_EXPORT_MAX + 1] = {
 	[KXFER_A_EXPORT_PEER]	= "peer",
 	[KXFER_A_EXPORT_ACCESS]	= "access",
 	[KXFER_A_EXPORT_PAD]	= "pad",
+	[KXFER_A_EXPORT_FROM]	= "from",
 };
 
 static const struct kx_attr_set export_set = {
@@ -30,18 +31,20 @@ static const struct nla_policy export_policy[KXFER_A_EXPORT_MAX + 1] = {
 	[KXFER_A_EXPORT_LEN]	= { .type = NLA_U64 },
 	[KXFER_A_EXPORT_PEER]	= { .type = NLA_STRING },
 	[KXFER_A_EXPORT_ACCESS]	= { .type = NLA_U32 },
+	[KXFER_A_EXPORT_FROM]	= { .type = NLA_NESTED },
 };
 
 static void export_help(FILE *fp)
 {
 	fprintf(fp,
 		"Usage: kxferctl export add NAME pool POOL [ offset OFFSET ] [ len LEN ]\n"
-		"                           [ peer { PEER | any } ] access ACCESS\n"
+		"                           [ peer { PEER | any } ] [ from PREFIX ] access ACCESS\n"
 		"       kxferctl export del NAME\n"
 		"       kxferctl export show [ NAME ]\n"
 		"       kxferctl export help\n"
 		"where  OFFSET, LEN := NUMBER[K|M|G|T]   (binary: 1K = 1024)\n"
-		"       ACCESS := { read | write | atomic }[,...]\n");
+		"       ACCESS := { read | write | atomic }[,...]\n"
+		"       PREFIX := ADDR[/LEN]   (only peers connecting from there)\n");
 }
 
 static int export_cmd_help(struct kx *kx)
@@ -61,6 +64,7 @@ static int export_cmd_help(struct kx *kx)
 int export_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 {
 	struct nlattr *tb[KXFER_A_EXPORT_MAX + 1];
+	char from[KX_PREFIX_STRLEN];
 
 	(void)kx;
 	if (kx_nl_parse(nlh, tb, KXFER_A_EXPORT_MAX, export_policy) < 0 ||
@@ -81,6 +85,12 @@ int export_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 		out_str("peer", nla_get_string(tb[KXFER_A_EXPORT_PEER]));
 	else
 		out_text("peer any");	/* JSON: no "peer" key */
+	if (tb[KXFER_A_EXPORT_FROM]) {
+		if (kx_nl_format_prefix(from, sizeof(from),
+					tb[KXFER_A_EXPORT_FROM]))
+			return -1;
+		out_str("from", from);
+	}
 	if (tb[KXFER_A_EXPORT_ACCESS])
 		out_access(nla_get_u32(tb[KXFER_A_EXPORT_ACCESS]));
 	out_end_obj();
@@ -106,6 +116,7 @@ enum {
 	EXPORT_KEY_LEN,
 	EXPORT_KEY_PEER,
 	EXPORT_KEY_ACCESS,
+	EXPORT_KEY_FROM,
 };
 
 static const char *const export_add_keys[] = {
@@ -114,11 +125,13 @@ static const char *const export_add_keys[] = {
 	[EXPORT_KEY_LEN]	= "len",
 	[EXPORT_KEY_PEER]	= "peer",
 	[EXPORT_KEY_ACCESS]	= "access",
+	[EXPORT_KEY_FROM]	= "from",
 };
 
 static int export_add(struct kx *kx)
 {
 	const char *name, *pool = NULL, *peer = NULL;
+	struct kx_prefix from;
 	uint64_t offset = 0, len = 0;
 	unsigned int seen = 0;
 	uint32_t access = 0;
@@ -160,6 +173,10 @@ static int export_add(struct kx *kx)
 				return KX_EXIT_USAGE;
 			peer = val;
 			break;
+		case EXPORT_KEY_FROM:
+			if (kx_prefix_arg(val, &from))
+				return KX_EXIT_USAGE;
+			break;
 		case EXPORT_KEY_ACCESS:
 			if (kx_parse_access(val, &access))
 				return kx_usage_error("invalid access \"%s\" (expected read, write, atomic, or a comma-separated set of them)",
@@ -193,6 +210,8 @@ static int export_add(struct kx *kx)
 		ret = nla_put_string(msg, KXFER_A_EXPORT_PEER, peer);
 	if (!ret)
 		ret = nla_put_u32(msg, KXFER_A_EXPORT_ACCESS, access);
+	if (ret >= 0 && (seen & (1U << EXPORT_KEY_FROM)))
+		ret = kx_nl_put_prefix(msg, KXFER_A_EXPORT_FROM, &from);
 	if (ret < 0) {
 		nlmsg_free(msg);
 		return kx_nl_put_failed(ret);

@@ -109,6 +109,7 @@ size_t kx_format_access(char *buf, size_t len, uint32_t access);
 int kx_parse_port(const char *str, uint16_t *val);
 int kx_parse_addr(const char *str, struct kx_addr *addr);
 int kx_parse_prefix(const char *str, struct kx_prefix *pfx);
+int kx_prefix_arg(const char *val, struct kx_prefix *pfx);
 void kx_prefix_mask(struct kx_prefix *pfx);
 int kx_format_addr(char *buf, size_t len, const void *data, size_t alen);
 int kx_format_prefix(char *buf, size_t len, const void *data, size_t alen,
@@ -137,6 +138,8 @@ int kx_nl_monitor(struct kx *kx, kx_nl_msg_fn fn, void *arg);
 int kx_nl_parse(struct nlmsghdr *nlh, struct nlattr **tb, int maxtype,
 		const struct nla_policy *policy);
 int kx_nl_put_failed(int err);
+int kx_nl_put_prefix(struct nl_msg *msg, int type, const struct kx_prefix *pfx);
+int kx_nl_format_prefix(char *buf, size_t len, struct nlattr *nest);
 
 /* out.c: one print path for text and JSON */
 void out_init(bool json, bool pretty, bool details);

@@ -42,11 +42,6 @@ static const struct nla_policy listen_policy[KXFER_A_LISTEN_MAX + 1] = {
 	[KXFER_A_LISTEN_REJECTED]	= { .type = NLA_U32 },
 };
 
-static const struct nla_policy prefix_policy[KXFER_A_PREFIX_MAX + 1] = {
-	[KXFER_A_PREFIX_ADDR]		= { .minlen = 4, .maxlen = 16 },
-	[KXFER_A_PREFIX_LEN]		= { .type = NLA_U8 },
-};
-
 static const char *const listen_states[] = {
 	[KXFER_LISTEN_ACTIVE]	= "listening",
 	[KXFER_LISTEN_WAITING]	= "waiting",
@@ -76,7 +71,6 @@ static int listen_cmd_help(struct kx *kx)
 static int allow_print(struct nlmsghdr *nlh)
 {
 	const struct genlmsghdr *gnlh = nlmsg_data(nlh);
-	struct nlattr *tb[KXFER_A_PREFIX_MAX + 1];
 	char buf[KX_PREFIX_STRLEN];
 	struct nlattr *pos;
 	unsigned int n = 0;
@@ -85,21 +79,13 @@ static int allow_print(struct nlmsghdr *nlh)
 	out_start_array("allow");
 	nla_for_each_attr(pos, genlmsg_attrdata(gnlh, 0),
 			  genlmsg_attrlen(gnlh, 0), rem) {
-		struct nlattr *addr;
-
 		if (nla_type(pos) != KXFER_A_LISTEN_ALLOW)
 			continue;
-		if (nla_parse_nested(tb, KXFER_A_PREFIX_MAX, pos,
-				     (struct nla_policy *)prefix_policy) < 0 ||
-		    !tb[KXFER_A_PREFIX_ADDR] || !tb[KXFER_A_PREFIX_LEN]) {
+		if (kx_nl_format_prefix(buf, sizeof(buf), pos)) {
 			ret = -1;
-			continue;
+			if (!strcmp(buf, "?"))
+				continue;
 		}
-		addr = tb[KXFER_A_PREFIX_ADDR];
-		if (kx_format_prefix(buf, sizeof(buf), nla_data(addr),
-				     (size_t)nla_len(addr),
-				     nla_get_u8(tb[KXFER_A_PREFIX_LEN])))
-			ret = -1;	/* printed anyway, as "?/n" or "a/129" */
 
 		if (out_is_json())
 			out_str(NULL, buf);
@@ -173,24 +159,8 @@ static int listen_port_arg(const char *val, uint16_t *port)
 static int listen_prefix_arg(const char *val, const struct kx_addr *laddr,
 			     struct kx_prefix *pfx)
 {
-	char buf[KX_PREFIX_STRLEN];
-
-	switch (kx_parse_prefix(val, pfx)) {
-	case 0:
-		break;
-	case KX_PREFIX_ERANGE:
-		return kx_usage_error("invalid prefix length in \"%s\" (at most 32 for IPv4, 128 for IPv6)",
-				      val);
-	case KX_PREFIX_EHOST:
-		kx_prefix_mask(pfx);
-		kx_format_prefix(buf, sizeof(buf), pfx->addr.bytes,
-				 pfx->addr.len, pfx->plen);
-		return kx_usage_error("prefix \"%s\" has bits set beyond its length (did you mean %s?)",
-				      val, buf);
-	default:
-		return kx_usage_error("invalid prefix \"%s\" (expected ADDR or ADDR/LEN)",
-				      val);
-	}
+	if (kx_prefix_arg(val, pfx))
+		return KX_EXIT_USAGE;
 	if (pfx->addr.family != laddr->family)
 		return kx_usage_error("prefix \"%s\" is %s but the listen address is %s",
 				      val,
@@ -208,25 +178,6 @@ static const char *const listen_add_keys[] = {
 	[LISTEN_KEY_PORT]	= "port",
 	[LISTEN_KEY_ALLOW]	= "allow",
 };
-
-static int listen_put_prefix(struct nl_msg *msg, const struct kx_prefix *pfx)
-{
-	struct nlattr *nest;
-	int ret;
-
-	nest = nla_nest_start(msg, KXFER_A_LISTEN_ALLOW);
-	if (!nest)
-		return -NLE_NOMEM;
-	ret = nla_put(msg, KXFER_A_PREFIX_ADDR, (int)pfx->addr.len,
-		      pfx->addr.bytes);
-	if (!ret)
-		ret = nla_put_u8(msg, KXFER_A_PREFIX_LEN, (uint8_t)pfx->plen);
-	if (ret < 0) {
-		nla_nest_cancel(msg, nest);
-		return ret;
-	}
-	return nla_nest_end(msg, nest);
-}
 
 static int listen_add_send(struct kx *kx, const struct kx_addr *addr,
 			   bool has_port, uint16_t port,
@@ -251,7 +202,7 @@ static int listen_add_send(struct kx *kx, const struct kx_addr *addr,
 		return kx_nl_put_failed(ret);
 	}
 	for (size_t i = 0; i < nallow; i++) {
-		ret = listen_put_prefix(msg, &allow[i]);
+		ret = kx_nl_put_prefix(msg, KXFER_A_LISTEN_ALLOW, &allow[i]);
 		if (ret < 0) {
 			nlmsg_free(msg);
 			fprintf(stderr, "Error: too many allow prefixes, %zu do not fit in one request\n",

@@ -169,6 +169,50 @@ int kx_nl_parse(struct nlmsghdr *nlh, struct nlattr **tb, int maxtype,
 	return genlmsg_parse(nlh, 0, tb, maxtype, (struct nla_policy *)policy);
 }
 
+/* An attribute-set "prefix" nest of type @type: address and length. */
+int kx_nl_put_prefix(struct nl_msg *msg, int type, const struct kx_prefix *pfx)
+{
+	struct nlattr *nest;
+	int ret;
+
+	nest = nla_nest_start(msg, type);
+	if (!nest)
+		return -NLE_NOMEM;
+	ret = nla_put(msg, KXFER_A_PREFIX_ADDR, (int)pfx->addr.len,
+		      pfx->addr.bytes);
+	if (!ret)
+		ret = nla_put_u8(msg, KXFER_A_PREFIX_LEN, (uint8_t)pfx->plen);
+	if (ret < 0) {
+		nla_nest_cancel(msg, nest);
+		return ret;
+	}
+	return nla_nest_end(msg, nest);
+}
+
+/*
+ * kx_nl_format_prefix - a "prefix" nest as text, "10.99.0.0/24"
+ *
+ * Return: 0, or -1 if the nest is malformed (@buf then holds what could
+ * be printed, "?" at least).
+ */
+int kx_nl_format_prefix(char *buf, size_t len, struct nlattr *nest)
+{
+	static struct nla_policy policy[KXFER_A_PREFIX_MAX + 1] = {
+		[KXFER_A_PREFIX_ADDR]	= { .minlen = 4, .maxlen = 16 },
+		[KXFER_A_PREFIX_LEN]	= { .type = NLA_U8 },
+	};
+	struct nlattr *tb[KXFER_A_PREFIX_MAX + 1];
+
+	snprintf(buf, len, "?");
+	if (nla_parse_nested(tb, KXFER_A_PREFIX_MAX, nest, policy) < 0 ||
+	    !tb[KXFER_A_PREFIX_ADDR] || !tb[KXFER_A_PREFIX_LEN])
+		return -1;
+	/* printed anyway on failure, as "?/n" or "a/129" */
+	return kx_format_prefix(buf, len, nla_data(tb[KXFER_A_PREFIX_ADDR]),
+				(size_t)nla_len(tb[KXFER_A_PREFIX_ADDR]),
+				nla_get_u8(tb[KXFER_A_PREFIX_LEN])) ? -1 : 0;
+}
+
 /* ---- extended ACK ----------------------------------------------------- */
 
 /*

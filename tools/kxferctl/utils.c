@@ -415,6 +415,34 @@ int kx_format_addr(char *buf, size_t len, const void *data, size_t alen)
 	return 0;
 }
 
+/**
+ * kx_prefix_arg - a command line prefix, "ADDR/LEN" or "ADDR"
+ *
+ * Return: KX_EXIT_OK, or KX_EXIT_USAGE after a message saying what is
+ * wrong (a host part set: the masked prefix is suggested).
+ */
+int kx_prefix_arg(const char *val, struct kx_prefix *pfx)
+{
+	char buf[KX_PREFIX_STRLEN];
+
+	switch (kx_parse_prefix(val, pfx)) {
+	case 0:
+		return KX_EXIT_OK;
+	case KX_PREFIX_ERANGE:
+		return kx_usage_error("invalid prefix length in \"%s\" (at most 32 for IPv4, 128 for IPv6)",
+				      val);
+	case KX_PREFIX_EHOST:
+		kx_prefix_mask(pfx);
+		kx_format_prefix(buf, sizeof(buf), pfx->addr.bytes,
+				 pfx->addr.len, pfx->plen);
+		return kx_usage_error("prefix \"%s\" has bits set beyond its length (did you mean %s?)",
+				      val, buf);
+	default:
+		return kx_usage_error("invalid prefix \"%s\" (expected ADDR or ADDR/LEN)",
+				      val);
+	}
+}
+
 /* "10.99.0.0/24"; -1 if the address or the length cannot be right. */
 int kx_format_prefix(char *buf, size_t len, const void *data, size_t alen,
 		     unsigned int plen)

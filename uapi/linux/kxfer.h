@@ -440,6 +440,7 @@ enum {
 	KXFER_A_EXPORT_PEER,		/* string; absent: any peer */
 	KXFER_A_EXPORT_ACCESS,		/* u32, KXFER_ACCESS_* */
 	KXFER_A_EXPORT_PAD,
+	KXFER_A_EXPORT_FROM,		/* nest "prefix"; absent: any address */
 
 	__KXFER_A_EXPORT_MAX,
 	KXFER_A_EXPORT_MAX = __KXFER_A_EXPORT_MAX - 1
@@ -459,7 +460,10 @@ enum {
 	KXFER_A_LISTEN_MAX = __KXFER_A_LISTEN_MAX - 1
 };
 
-/* attribute-set "prefix": an address prefix of a listener's allow list */
+/*
+ * attribute-set "prefix": an address prefix of a listener's allow list or
+ * of an export's scope
+ */
 enum {
 	KXFER_A_PREFIX_UNSPEC,
 	KXFER_A_PREFIX_ADDR,		/* binary, 4 or 16 bytes */
