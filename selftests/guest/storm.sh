@@ -192,20 +192,8 @@ fault_rxe() {
 # corrupted slab freelist on the exporter during random_1qp; a corrupted
 # NAPI poll list on the connector right after a fault storm), never on
 # 6.1; slub_debug runs did not catch it.  Until that is understood the
-# storm and the load run on 6.12 only with KXFER_STORM_612=1.
-storm_gate_612() {
-	case $KXFER_KVER in
-	6.12.*)
-		[ "${KXFER_STORM_612:-0}" = 1 ] ||
-			skip "6.12: guest crash under investigation; KXFER_STORM_612=1 runs it"
-		;;
-	esac
-}
-
 t_fault_storm() {
 	local base slab0 end flaps=0 s t0
-
-	storm_gate_612
 
 	storm_seed fault_storm
 	SPLATS=$(kernel_splats)
@@ -360,8 +348,6 @@ kxfer_errs() {
 
 t_load() {
 	local c0 c1
-
-	storm_gate_612
 
 	storm_seed load
 	SPLATS=$(kernel_splats)
