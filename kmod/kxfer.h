@@ -530,6 +530,7 @@ void kxfer_rexports_clear(struct kxfer_session *s);
 
 bool kxfer_prefix_match(const struct kxfer_prefix *p,
 			const struct sockaddr *sa);
+const u8 *kxfer_sa_bytes(const struct sockaddr *sa, unsigned int *len);
 
 /**
  * struct kxfer_listener - an rdma_cm listening id

@@ -13,6 +13,7 @@
 #include <linux/slab.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <net/ipv6.h>
 #include <rdma/ib_cm.h>
 
 #include "kxfer.h"
@@ -24,15 +25,31 @@ LIST_HEAD(kxfer_listeners);
 #define KXFER_LISTEN_RETRY_MS	1000
 #define KXFER_LISTEN_BACKLOG	64
 
-static const u8 *kxfer_sa_bytes(const struct sockaddr *sa, unsigned int *len)
+/**
+ * kxfer_sa_bytes - the address bytes of a socket address
+ * @sa: an AF_INET or AF_INET6 address
+ * @len: out, 4 or 16 (0 for another family)
+ *
+ * An IPv4-mapped IPv6 address gives its 4 IPv4 bytes, so that one host
+ * is one host whichever way its address came.
+ *
+ * Return: the bytes, in network order, or %NULL.
+ */
+const u8 *kxfer_sa_bytes(const struct sockaddr *sa, unsigned int *len)
 {
 	if (sa->sa_family == AF_INET) {
 		*len = 4;
 		return (const u8 *)&((const struct sockaddr_in *)sa)->sin_addr;
 	}
 	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		if (ipv6_addr_v4mapped(a)) {
+			*len = 4;
+			return (const u8 *)&a->s6_addr32[3];
+		}
 		*len = 16;
-		return (const u8 *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+		return (const u8 *)a;
 	}
 	*len = 0;
 	return NULL;
@@ -51,7 +68,7 @@ bool kxfer_prefix_match(const struct kxfer_prefix *p,
 	unsigned int len, full, rest;
 	const u8 *a = kxfer_sa_bytes(sa, &len);
 
-	if (!a || p->p_family != sa->sa_family)
+	if (!a || len != (p->p_family == AF_INET ? 4 : 16))
 		return false;
 	full = p->p_len / 8;
 	rest = p->p_len % 8;
@@ -124,16 +141,24 @@ static void kxfer_listener_refuse(struct rdma_cm_id *id,
  */
 int kxfer_listener_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
+	u8 len = ev->param.conn.private_data_len;
 	struct kxfer_listener *l = id->context;
-	const struct kxfer_wire_conn *conn = ev->param.conn.private_data;
+	struct kxfer_wire_conn conn = {};
 	const char *why = "bad request";
 	int ret;
 
 	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
 		return 0;
 
-	ret = kxfer_wire_check_conn(conn, ev->param.conn.private_data_len,
-				    &why);
+	/*
+	 * The IB CM pads private data to its full size with zeros, iWARP
+	 * gives what was sent: an older peer's shorter data reads as zeros.
+	 */
+	if (ev->param.conn.private_data)
+		memcpy(&conn, ev->param.conn.private_data,
+		       min_t(size_t, len, sizeof(conn)));
+	ret = kxfer_wire_check_conn(ev->param.conn.private_data ? &conn : NULL,
+				    len, &why);
 	if (ret) {
 		kxfer_listener_refuse(id, l, ret == -EPROTO ? KXFER_REJ_VERSION :
 				      KXFER_REJ_MALFORMED, why);
@@ -145,10 +170,10 @@ int kxfer_listener_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 				      "not in the allow list");
 		return 1;
 	}
-	ret = kxfer_session_accept(id, conn, ev->param.conn.qp_num);
+	ret = kxfer_session_accept(id, &conn, ev->param.conn.qp_num);
 	if (ret) {
 		kxfer_listener_refuse(id, l, ret == -EXDEV ? KXFER_REJ_DEVICE :
-				      KXFER_REJ_BUSY, ret == -EAGAIN ?
+				      KXFER_REJ_BUSY, ret == -EUSERS ?
 				      "too many half-open sessions" :
 				      "cannot accept");
 		return 1;

@@ -73,7 +73,6 @@ kxfer_export_name_policy[KXFER_A_EXPORT_MAX + 1] = {
 				    .len = KXFER_NAME_MAX - 1 },
 };
 
-
 static const struct nla_policy kxfer_listen_policy[KXFER_A_LISTEN_MAX + 1] = {
 	[KXFER_A_LISTEN_ADDR]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
 	[KXFER_A_LISTEN_PORT]	= NLA_POLICY_MIN(NLA_U16, 1),
@@ -507,6 +506,11 @@ static int kxfer_nl_prefix(const struct nlattr *nest, struct kxfer_prefix *p,
 	}
 	memset(p->p_addr, 0, sizeof(p->p_addr));
 	memcpy(p->p_addr, nla_data(tb[KXFER_A_PREFIX_ADDR]), alen);
+	/* Kept and shown as the prefix it means: no host bits. */
+	if (p->p_len % 8)
+		p->p_addr[p->p_len / 8] &= 0xff << (8 - p->p_len % 8);
+	memset(p->p_addr + DIV_ROUND_UP(p->p_len, 8), 0,
+	       sizeof(p->p_addr) - DIV_ROUND_UP(p->p_len, 8));
 	return 0;
 }
 

@@ -61,7 +61,7 @@ MODULE_PARM_DESC(reconnect_max_ms, "Longest reconnect backoff (default 5000)");
 static unsigned int kxfer_max_half_open = 16;
 module_param_named(max_half_open, kxfer_max_half_open, uint, 0644);
 MODULE_PARM_DESC(max_half_open,
-		 "Accepted sessions still connecting, per source address (default 16)");
+		 "Accepted sessions still connecting, per source address (default 16, 0: no bound)");
 
 static unsigned int kxfer_default_depth = 256;
 module_param_named(default_depth, kxfer_default_depth, uint, 0444);
@@ -109,10 +109,22 @@ static void kxfer_session_release(struct kref *ref)
 	kfree(s);
 }
 
+/* How much a session of a looked-up name is worth: more is better. */
+static int kxfer_session_rank(struct kxfer_session *s)
+{
+	if (s->s_role == KXFER_PEER_CONNECTOR)
+		return 3;
+	if (test_bit(KXFER_SE_FAIL, &s->s_events))
+		return 0;
+	return READ_ONCE(s->s_state) == KXFER_PEER_UP ? 2 : 1;
+}
+
 /*
- * A session by name: the connecting one if there is one, else the
- * newest accepting one, since a node that connected again has given up
- * its older sessions.  Caller holds kxfer_sess_mutex.
+ * A session by name: the connecting one if there is one, else the oldest
+ * accepting one that is up, else the oldest that is not failing, else the
+ * oldest.  A session that failed (a superseded incarnation's) gives way
+ * to its successor, and a name claimed by a newcomer does not take over
+ * a session that works.  Caller holds kxfer_sess_mutex.
  */
 static struct kxfer_session *kxfer_session_by_name(const char *name)
 {
@@ -122,9 +134,8 @@ static struct kxfer_session *kxfer_session_by_name(const char *name)
 	list_for_each_entry(s, &kxfer_sessions, s_node) {
 		if (strcmp(s->s_name, name))
 			continue;
-		if (s->s_role == KXFER_PEER_CONNECTOR)
-			return s;
-		found = s;
+		if (!found || kxfer_session_rank(s) > kxfer_session_rank(found))
+			found = s;
 	}
 	return found;
 }
@@ -897,28 +908,26 @@ int kxfer_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	return 0;
 }
 
+/* The same host address, ports aside (an IPv4-mapped IPv6 one is IPv4). */
 static bool kxfer_same_host(const struct sockaddr_storage *a,
 			    const struct sockaddr_storage *b)
 {
-	const struct sockaddr_in6 *a6 = (const void *)a, *b6 = (const void *)b;
-	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
+	unsigned int alen, blen;
+	const u8 *ab = kxfer_sa_bytes((const struct sockaddr *)a, &alen);
+	const u8 *bb = kxfer_sa_bytes((const struct sockaddr *)b, &blen);
 
-	if (a->ss_family != b->ss_family)
-		return false;
-	if (a->ss_family == AF_INET)
-		return a4->sin_addr.s_addr == b4->sin_addr.s_addr;
-	if (a->ss_family == AF_INET6)
-		return ipv6_addr_equal(&a6->sin6_addr, &b6->sin6_addr);
-	return false;
+	return ab && bb && alen == blen && !memcmp(ab, bb, alen);
 }
 
 /*
- * A node that connects with a new incarnation from the address an older
- * incarnation's sessions came from has restarted (a reboot or a module
- * reload): those sessions are dead, whatever keepalive has yet to see,
- * and their jobs end now rather than at the keepalive timeout.  A node
- * that does not tell its incarnation (0) supersedes nothing, and a
- * name claimed from another address is not enough.  Caller holds
+ * A node that connects with another incarnation from the address an
+ * earlier incarnation's sessions came from has restarted (a reboot or a
+ * module reload): those sessions are dead, whatever keepalive has yet to
+ * see, and their jobs end now rather than at the keepalive timeout.  A
+ * node that does not tell its incarnation (0) supersedes nothing, and a
+ * name claimed from another address is not enough.  It takes one
+ * connect request: whoever can send from that address can do it, as they
+ * could break the node's RoCE traffic anyway.  Caller holds
  * kxfer_sess_mutex; @new is not on the list yet.
  */
 static void kxfer_sessions_supersede(struct kxfer_session *new)
@@ -940,21 +949,26 @@ static void kxfer_sessions_supersede(struct kxfer_session *new)
 
 /*
  * A session whose other QPs never come holds its QPs and receive buffers
- * until the connect timeout: bound how many one address can leave so.
- * Caller holds kxfer_sess_mutex.
+ * until the connect timeout: bound how many one address can leave so
+ * (max_half_open, 0 for no bound).  Sessions failing already (a
+ * superseded incarnation's) do not count.  Caller holds kxfer_sess_mutex.
  */
 static bool kxfer_too_many_half_open(const struct sockaddr_storage *src)
 {
+	unsigned int n = 0, max = READ_ONCE(kxfer_max_half_open);
 	struct kxfer_session *s;
-	unsigned int n = 0;
 
 	lockdep_assert_held(&kxfer_sess_mutex);
+	if (!max)
+		return false;
 	list_for_each_entry(s, &kxfer_sessions, s_node)
 		if (s->s_role == KXFER_PEER_ACCEPTOR &&
-		    s->s_state == KXFER_PEER_CONNECTING &&
+		    READ_ONCE(s->s_state) == KXFER_PEER_CONNECTING &&
+		    !READ_ONCE(s->s_ctrl_up) &&
+		    !test_bit(KXFER_SE_FAIL, &s->s_events) &&
 		    kxfer_same_host(&s->s_dst, src))
 			n++;
-	return n >= READ_ONCE(kxfer_max_half_open);
+	return n >= max;
 }
 
 /**
@@ -969,7 +983,7 @@ static bool kxfer_too_many_half_open(const struct sockaddr_storage *src)
  * which nothing holds while destroying a listener's id.
  *
  * Return: 0 (the id now belongs to the session) or a negative errno
- * (the caller rejects; rdma_cm destroys the id): %-EAGAIN when the source
+ * (the caller rejects; rdma_cm destroys the id): %-EUSERS when the source
  * has max_half_open sessions connecting already.
  */
 int kxfer_session_accept(struct rdma_cm_id *id,
@@ -993,7 +1007,7 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 	if (list_entry_is_head(s, &kxfer_sessions, s_node)) {
 		if (kxfer_too_many_half_open(&id->route.addr.dst_addr)) {
 			mutex_unlock(&kxfer_sess_mutex);
-			return -EAGAIN;
+			return -EUSERS;
 		}
 		s = kxfer_session_alloc(node, KXFER_PEER_ACCEPTOR,
 					conn->wc_qp_count, kxfer_default_depth);

@@ -61,7 +61,8 @@ int kxfer_wire_check_conn(const void *buf, unsigned int len, const char **why)
 	const struct kxfer_wire_conn *c = buf;
 	unsigned int count;
 
-	if (!buf || len < sizeof(*c)) {
+	/* wc_incarnation came last: a peer that does not send it is older */
+	if (!buf || len < sizeof(*c) - sizeof(c->wc_incarnation)) {
 		*why = "private data too short";
 		return -EINVAL;
 	}

@@ -44,7 +44,7 @@ static void export_help(FILE *fp)
 		"       kxferctl export help\n"
 		"where  OFFSET, LEN := NUMBER[K|M|G|T]   (binary: 1K = 1024)\n"
 		"       ACCESS := { read | write | atomic }[,...]\n"
-		"       PREFIX := ADDR[/LEN]   (only peers connecting from there)\n");
+		"       PREFIX := ADDR[/LEN]   (only sessions whose far end is there)\n");
 }
 
 static int export_cmd_help(struct kx *kx)
@@ -70,6 +70,9 @@ int export_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 	if (kx_nl_parse(nlh, tb, KXFER_A_EXPORT_MAX, export_policy) < 0 ||
 	    !tb[KXFER_A_EXPORT_NAME])
 		return -1;
+	if (tb[KXFER_A_EXPORT_FROM] &&
+	    kx_nl_format_prefix(from, sizeof(from), tb[KXFER_A_EXPORT_FROM]))
+		return -1;
 
 	out_start_obj(NULL);
 	if (event)
@@ -85,12 +88,8 @@ int export_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 		out_str("peer", nla_get_string(tb[KXFER_A_EXPORT_PEER]));
 	else
 		out_text("peer any");	/* JSON: no "peer" key */
-	if (tb[KXFER_A_EXPORT_FROM]) {
-		if (kx_nl_format_prefix(from, sizeof(from),
-					tb[KXFER_A_EXPORT_FROM]))
-			return -1;
+	if (tb[KXFER_A_EXPORT_FROM])
 		out_str("from", from);
-	}
 	if (tb[KXFER_A_EXPORT_ACCESS])
 		out_access(nla_get_u32(tb[KXFER_A_EXPORT_ACCESS]));
 	out_end_obj();

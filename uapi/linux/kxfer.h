@@ -110,8 +110,10 @@ struct kxfer_pool_detach {
  *
  * A handle stays valid across reconnects of the session; jobs submitted
  * while the session is not up fail at once with -ENOTCONN.  When sessions
- * share a name, a connecting session is found first, else the newest of
- * the accepting ones (those are named after the remote node).
+ * share a name, a connecting session is found first, else the oldest of
+ * the accepting ones (named after the remote node) that is up.  An
+ * accepting session ends when its peer goes (and a peer that restarts
+ * comes back as a new session): look the name up again after -ENOTCONN.
  */
 struct kxfer_peer_lookup {
 	char  name[KXFER_NAME_MAX];
