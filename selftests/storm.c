@@ -159,30 +159,18 @@ struct thr {
 	char err[256];			/* fatal error, else empty */
 };
 
-static const char *const errnames[NERR] = {
-	[EPERM] = "EPERM", [ENOENT] = "ENOENT", [EINTR] = "EINTR",
-	[EIO] = "EIO", [EAGAIN] = "EAGAIN", [ENOMEM] = "ENOMEM",
-	[EACCES] = "EACCES", [EFAULT] = "EFAULT", [EBUSY] = "EBUSY",
-	[EINVAL] = "EINVAL", [EMFILE] = "EMFILE", [ERANGE] = "ERANGE",
-	[EPROTO] = "EPROTO", [ENODEV] = "ENODEV",
-	[ENETDOWN] = "ENETDOWN", [ENETUNREACH] = "ENETUNREACH",
-	[ECONNABORTED] = "ECONNABORTED", [ECONNRESET] = "ECONNRESET",
-	[ENOTCONN] = "ENOTCONN", [ETIMEDOUT] = "ETIMEDOUT",
-	[ECONNREFUSED] = "ECONNREFUSED", [EHOSTUNREACH] = "EHOSTUNREACH",
-	[ESTALE] = "ESTALE", [EREMOTEIO] = "EREMOTEIO",
-	[ECANCELED] = "ECANCELED",
-};
-
 static const char *errname(int err)
 {
 	static __thread char buf[16];
+	const char *s;
 
 	if (err < 0)
 		err = -err;
 	if (!err)
 		return "0";
-	if (err < NERR && errnames[err])
-		return errnames[err];
+	s = strerrorname_np(err);
+	if (s)
+		return s;
 	snprintf(buf, sizeof(buf), "E%d", err);
 	return buf;
 }

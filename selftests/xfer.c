@@ -53,48 +53,19 @@
 /* Errors, usage                                                           */
 /* ---------------------------------------------------------------------- */
 
-#define E(x) { x, #x }
-static const struct {
-	int num;
-	const char *name;
-} errnames[] = {
-	E(EPERM), E(ENOENT), E(ESRCH), E(EINTR), E(EIO), E(ENXIO), E(E2BIG),
-	E(ENOEXEC), E(EBADF), E(ECHILD), E(EAGAIN), E(ENOMEM), E(EACCES),
-	E(EFAULT), E(ENOTBLK), E(EBUSY), E(EEXIST), E(EXDEV), E(ENODEV),
-	E(ENOTDIR), E(EISDIR), E(EINVAL), E(ENFILE), E(EMFILE), E(ENOTTY),
-	E(ETXTBSY), E(EFBIG), E(ENOSPC), E(ESPIPE), E(EROFS), E(EMLINK),
-	E(EPIPE), E(EDOM), E(ERANGE), E(EDEADLK), E(ENAMETOOLONG), E(ENOLCK),
-	E(ENOSYS), E(ENOTEMPTY), E(ELOOP), E(ENOMSG), E(EIDRM), E(ENODATA),
-	E(ETIME), E(EREMOTE), E(ENOLINK), E(ECOMM), E(EPROTO), E(EBADMSG),
-	E(EOVERFLOW), E(EBADFD), E(EILSEQ), E(EUSERS), E(ENOTSOCK),
-	E(EDESTADDRREQ), E(EMSGSIZE), E(EPROTOTYPE), E(ENOPROTOOPT),
-	E(EPROTONOSUPPORT), E(EOPNOTSUPP), E(EAFNOSUPPORT), E(EADDRINUSE),
-	E(EADDRNOTAVAIL), E(ENETDOWN), E(ENETUNREACH), E(ENETRESET),
-	E(ECONNABORTED), E(ECONNRESET), E(ENOBUFS), E(EISCONN), E(ENOTCONN),
-	E(ESHUTDOWN), E(ETIMEDOUT), E(ECONNREFUSED), E(EHOSTDOWN),
-	E(EHOSTUNREACH), E(EALREADY), E(EINPROGRESS), E(ESTALE), E(EREMOTEIO),
-	E(EDQUOT), E(ENOMEDIUM), E(ECANCELED), E(ENOKEY), E(EKEYEXPIRED),
-	E(EKEYREVOKED), E(EKEYREJECTED), E(EOWNERDEAD), E(ENOTRECOVERABLE),
-	E(ERFKILL), E(EHWPOISON),
-	/* aliases: accepted by name, never printed */
-	E(EWOULDBLOCK), E(ENOTSUP), E(EDEADLOCK),
-};
-
-#undef E
-
 /* "EACCES" for 13 or -13, "0" for 0, "E<n>" for what has no name. */
 static const char *errname(int err)
 {
 	static char buf[16];
-	size_t i;
+	const char *s;
 
 	if (err < 0)
 		err = -err;
 	if (!err)
 		return "0";
-	for (i = 0; i < ARRAY_SIZE(errnames); i++)
-		if (errnames[i].num == err)
-			return errnames[i].name;
+	s = strerrorname_np(err);
+	if (s)
+		return s;
 	snprintf(buf, sizeof(buf), "E%d", err);
 	return buf;
 }
@@ -102,13 +73,30 @@ static const char *errname(int err)
 /* An errno by name (EACCES) or number (13, E13): its positive value. */
 static bool errparse(const char *s, int *err)
 {
+	/* other names of errnos, accepted but never printed */
+	static const struct {
+		const char *name;
+		int num;
+	} aliases[] = {
+		{ "EWOULDBLOCK", EWOULDBLOCK }, { "ENOTSUP", ENOTSUP },
+		{ "EDEADLOCK", EDEADLOCK },
+	};
 	unsigned long v;
 	char *end;
 	size_t i;
+	int n;
 
-	for (i = 0; i < ARRAY_SIZE(errnames); i++) {
-		if (!strcmp(s, errnames[i].name)) {
-			*err = errnames[i].num;
+	for (n = 1; n <= 4095; n++) {
+		const char *name = strerrorname_np(n);
+
+		if (name && !strcmp(s, name)) {
+			*err = n;
+			return true;
+		}
+	}
+	for (i = 0; i < ARRAY_SIZE(aliases); i++) {
+		if (!strcmp(s, aliases[i].name)) {
+			*err = aliases[i].num;
 			return true;
 		}
 	}

@@ -409,20 +409,10 @@ static struct {
 static const char *errname(int err)
 {
 	static char buf[32];
+	const char *s = strerrorname_np(err);
 
-	switch (err) {
-	case EAGAIN: return "EAGAIN";
-	case EINVAL: return "EINVAL";
-	case ENOENT: return "ENOENT";
-	case ERANGE: return "ERANGE";
-	case EACCES: return "EACCES";
-	case ENOTCONN: return "ENOTCONN";
-	case ESTALE: return "ESTALE";
-	case ENOMEM: return "ENOMEM";
-	case EIO: return "EIO";
-	case ECONNRESET: return "ECONNRESET";
-	case ETIMEDOUT: return "ETIMEDOUT";
-	}
+	if (s)
+		return s;
 	snprintf(buf, sizeof(buf), "errno %d", err);
 	return buf;
 }
