@@ -73,17 +73,20 @@ static int kxfer_reg_post_wait(struct kxfer_session *s,
 	struct ib_qp *qp = s->s_qps[0].q_id->qp;
 	int ret;
 
-	init_completion(&wait->mr_done);
+	reinit_completion(&wait->mr_done);
 	wait->mr_status = IB_WC_SUCCESS;
 	ret = ib_post_send(qp, first, NULL);
 	if (!ret && !wait_for_completion_timeout(&wait->mr_done, tmo))
 		ret = -ETIMEDOUT;
+	if (!ret && wait->mr_status == IB_WC_SUCCESS)
+		return 0;
 	if (!ret)
-		return wait->mr_status == IB_WC_SUCCESS ? 0 : -EIO;
+		ret = -EIO;
 	/*
-	 * Part of the chain may still be in flight and its completions
-	 * point into memory the caller is about to free: flush it out.
-	 * The session is failing anyway.
+	 * The QP is in error (a peer's access violation moves it there
+	 * at any moment), or part of the chain may still be in flight and
+	 * its completions point into memory the caller is about to free:
+	 * flush it out.  The session cannot go on either way.
 	 */
 	kxfer_session_fail(s, ret, "registration work request failed");
 	ib_drain_qp(qp);
@@ -183,6 +186,12 @@ static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
 		}
 		m->mr_ibmr = mr;
 		m->mr_cqe.done = kxfer_mr_wc_done;
+		/*
+		 * Only the last of a chain is signaled and waited for, but a
+		 * QP in error completes every work request, flushed: each
+		 * MR's completion must be valid to complete.
+		 */
+		init_completion(&m->mr_done);
 		ret = kxfer_mr_map(pool, pm->pm_dma, mr, start, stop);
 		if (ret)
 			goto out_free;

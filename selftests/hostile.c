@@ -18,6 +18,8 @@
  *                                 first MAX are accepted, the rest refused
  *   hostile [OPTIONS] claim NODE  connect as node NODE (any name), and with
  *                                 -e check the exports a advertises to it
+ *   hostile [OPTIONS] poison      as node "evilw", break a's QP with a bad
+ *                                 key, then wait (-H) for a to end it
  *
  * Options: -a ADDR (10.99.0.1), -p PORT (KXFER_PORT), -L FILE: append
  * the kernel log lines the listener must print, one a line; -e LIST:
@@ -1924,6 +1926,53 @@ out:
 }
 
 /*
+ * Break the session's QP under a's feet: an RDMA WRITE with a key a
+ * never gave moves a's end of QP 0 to error, which a learns of only
+ * when it next uses the QP (nothing is sent from here after that).
+ * Then a withdraws GRANTED, an export of several MRs: its LOCAL_INV
+ * chain meets the QP in error, every work request of it flushed.
+ * Prints "broken" once a's QP is in error, then holds up to HOLD_S
+ * seconds for a to end the session.
+ */
+static int cmd_poison(const char *granted, int hold_s)
+{
+	const struct rexport *g;
+	uint32_t bad;
+	struct sess s;
+	int st;
+
+	if (sess_open(&s, "evilw", 1, -1)) {
+		result("poison", "FAIL: the session did not come up");
+		goto out;
+	}
+	g = rexport_find(&s, granted);
+	if (!g || g->have != g->nmrs || g->nmrs < 2) {
+		result("poison", "FAIL: %s is not advertised, or in fewer than 2 MRs",
+		       granted);
+		goto out;
+	}
+	bad = g->mrs[0].rkey;
+	do
+		bad = (bad & ~0xffu) | ((bad + 1) & 0xffu);
+	while (key_known(&s, bad));
+	st = rdma_op(&s, 0, IBV_WR_RDMA_WRITE, g->mrs[0].iova, bad, 64);
+	if (st != IBV_WC_REM_ACCESS_ERR) {
+		result("poison", "FAIL: a WRITE with key %#x ended %d, not %s",
+		       bad, st, ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR));
+		goto out;
+	}
+	say("broken: %u MRs of %s advertised\n", g->nmrs, granted);
+	hold(&s, hold_s, false);
+	if (s.c[0].disconnected)
+		result("poison", "ok, a ended the session");
+	else
+		result("poison", "FAIL: the session outlived %d s", hold_s);
+out:
+	sess_close(&s);
+	return 0;
+}
+
+/*
  * Sessions of two QPs whose second QP never comes, from one address: a
  * accepts max_half_open (MAX) of them and refuses the rest, busy, until
  * some complete or time out.
@@ -2016,7 +2065,8 @@ static void print_usage(void)
 	fputs("usage: hostile [-a ADDR] [-p PORT] [-L FILE] [-e EXPORTS] [-g EXPORT]\n"
 	      "               [-H SEC] [-s SEED] [-S SRCADDR]\n"
 	      "               pdata | halfopen | ctrl [CASE] | overrun | rdma |\n"
-	      "               ackflood N | expflood N | halfflood N MAX | claim NODE\n",
+	      "               ackflood N | expflood N | halfflood N MAX | claim NODE |\n"
+	      "               poison\n",
 	      stderr);
 	exit(2);
 }
@@ -2095,6 +2145,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[optind], "claim") && argv[optind + 1] &&
 		 strlen(argv[optind + 1]) < NAME_MAX_)
 		cmd_claim(argv[optind + 1], expect);
+	else if (!strcmp(argv[optind], "poison"))
+		cmd_poison(granted, hold_s);
 	else if (!strcmp(argv[optind], "halfflood") && argv[optind + 1] &&
 		 argv[optind + 2])
 		cmd_halfflood(strtoul(argv[optind + 1], NULL, 0),

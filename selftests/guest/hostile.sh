@@ -213,3 +213,51 @@ t_hostile_peer_limits() {
 	barrier hl-done
 	return $rc
 }
+
+# An export withdrawn while a peer's QP is already in error, which a has
+# not yet seen: hostile (as evilw) broke it with an RDMA WRITE under a
+# key a never gave, and sends nothing more; a probes no one meanwhile.
+# The withdrawal's LOCAL_INV chain (one work request per MR, only the
+# last signaled) is flushed, every request of it completed in error: a
+# ends that session with a logged reason, frees the MRs once nothing is
+# in flight, and b's sessions carry on.
+t_hostile_withdraw() {
+	local rc=0 p=/sys/module/kxfer/parameters
+
+	if on_a; then
+		local n0
+
+		kxferctl pool add hw size 8M
+		defer kxferctl pool del hw
+		kxferctl export add hwe pool hw offset 0 len 6M peer evilw access read,write
+		defer sh -c 'kxferctl export del hwe 2>/dev/null || true'
+		echo 600000 >$p/keepalive_timeout_ms
+		echo 20000 >$p/keepalive_ms
+		defer sh -c "echo 1000 >$p/keepalive_ms; echo 5000 >$p/keepalive_timeout_ms"
+		n0=$(dmesg | wc -l)
+		barrier hw-ready
+		barrier hw-broken 60
+		# a has not noticed: the session is up, its QP is not.
+		peer_state evilw up || rc=1
+		kxferctl export del hwe
+		busywait 15000 hp_only_b || { kxferctl -j peer show; rc=1; }
+		dmesg | tail -n +$((n0 + 1)) | grep 'peer evilw: ' || true
+		dmesg | tail -n +$((n0 + 1)) |
+			grep -q 'peer evilw: down: registration work request failed' || rc=1
+		peer_state b up || rc=1
+		barrier hw-done
+		return $rc
+	fi
+	barrier hw-ready
+	hostile -H 60 -g hwe poison >"$KXFER_OUT/hw-poison.txt" 2>&1 &
+	local hp=$!
+	busywait 30000 grep -q '^broken' "$KXFER_OUT/hw-poison.txt" || rc=1
+	barrier hw-broken 60
+	wait "$hp" || rc=1
+	cat "$KXFER_OUT/hw-poison.txt"
+	grep -q '^case poison: ok' "$KXFER_OUT/hw-poison.txt" || rc=1
+	xfer random pa kvr local -s 350 -n 16 -m 4 -l 4K -b 4 -q
+	xfer random pa4 kvr local -s 351 -n 16 -m 4 -l 4K -b 4 -q
+	barrier hw-done
+	return $rc
+}
