@@ -184,9 +184,7 @@ static void kxfer_ctrl_wc_recv(struct ib_cq *cq, struct ib_wc *wc)
 	unsigned long flags;
 
 	if (wc->status != IB_WC_SUCCESS) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			kxfer_session_fail(s, -EIO,
-					   ib_wc_status_msg(wc->status));
+		kxfer_session_wc_failed(s, wc, -EIO);
 		return;
 	}
 	if (wc->opcode != IB_WC_RECV &&
@@ -217,8 +215,8 @@ static void kxfer_ctrl_wc_send(struct ib_cq *cq, struct ib_wc *wc)
 	if (wc->status == IB_WC_SUCCESS)
 		/* Acknowledged by the peer's NIC: it is alive. */
 		WRITE_ONCE(s->s_last_rx_ns, ktime_get_ns());
-	else if (wc->status != IB_WC_WR_FLUSH_ERR)
-		kxfer_session_fail(s, -EIO, ib_wc_status_msg(wc->status));
+	else
+		kxfer_session_wc_failed(s, wc, -EIO);
 	/* A NOTIFY job ends when its notification reached the peer. */
 	cb->cb_job = NULL;
 	if (job)

@@ -458,9 +458,8 @@ static void kxfer_job_wc_batch(struct ib_cq *cq, struct ib_wc *wc)
 		trace_wr_error(qp->q_sess->s_id, wc->qp->qp_num, wc->status,
 			       wc->vendor_err);
 		kxfer_job_set_error(job, kxfer_wc_errno(wc->status), wc->status);
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			kxfer_session_fail(qp->q_sess, kxfer_wc_errno(wc->status),
-					   ib_wc_status_msg(wc->status));
+		kxfer_session_wc_failed(qp->q_sess, wc,
+					kxfer_wc_errno(wc->status));
 	}
 	spin_lock_irqsave(&qp->q_post_lock, flags);
 	qp->q_sq_free += b->b_nwr;
@@ -481,9 +480,7 @@ static void kxfer_job_wc_error(struct ib_cq *cq, struct ib_wc *wc)
 	trace_wr_error(job->j_sess->s_id, wc->qp->qp_num, wc->status,
 		       wc->vendor_err);
 	kxfer_job_set_error(job, kxfer_wc_errno(wc->status), wc->status);
-	if (wc->status != IB_WC_WR_FLUSH_ERR)
-		kxfer_session_fail(job->j_sess, kxfer_wc_errno(wc->status),
-				   ib_wc_status_msg(wc->status));
+	kxfer_session_wc_failed(job->j_sess, wc, kxfer_wc_errno(wc->status));
 }
 
 /**

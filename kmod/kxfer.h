@@ -495,6 +495,8 @@ int kxfer_peer_create(const char *name, const struct sockaddr_storage *dst,
 		      struct netlink_ext_ack *extack);
 int kxfer_peer_delete(const char *name, struct netlink_ext_ack *extack);
 void kxfer_session_fail(struct kxfer_session *s, int err, const char *why);
+void kxfer_session_wc_failed(struct kxfer_session *s, const struct ib_wc *wc,
+			     int err);
 void kxfer_sessions_device_removed(struct kxfer_device *kd);
 void kxfer_sessions_exports_changed(void);
 void kxfer_sessions_export_removed(struct kxfer_export *exp);

@@ -199,6 +199,30 @@ void kxfer_session_fail(struct kxfer_session *s, int err, const char *why)
 	queue_work(kxfer_wq, &s->s_work);
 }
 
+/**
+ * kxfer_session_wc_failed - a work request of the session did not succeed
+ * @s: the session
+ * @wc: its completion
+ * @err: the errno to fail the session with, if the status tells why
+ *
+ * A flushed work request means the QP is in error, whether this side
+ * put it there (teardown, which has failed the session already) or the
+ * peer's NIC did: one RDMA WRITE under a key that is not valid here
+ * moves the responder's QP to error, and rxe raises no event for it.
+ * Once the control channel is up, the session cannot go on.  Before,
+ * the CM's event that follows (rejected, unreachable) says better why,
+ * and the connect timeout bounds the wait for it.  Any context.
+ */
+void kxfer_session_wc_failed(struct kxfer_session *s, const struct ib_wc *wc,
+			     int err)
+{
+	if (wc->status != IB_WC_WR_FLUSH_ERR)
+		kxfer_session_fail(s, err, ib_wc_status_msg(wc->status));
+	else if (READ_ONCE(s->s_ctrl_up))
+		kxfer_session_fail(s, -ECONNRESET,
+				   "QP in error, work requests flushed");
+}
+
 static void kxfer_session_notify(struct kxfer_session *s)
 {
 	kxfer_nl_notify_peer(s, false);

@@ -18,7 +18,7 @@
  *                                 first MAX are accepted, the rest refused
  *   hostile [OPTIONS] claim NODE  connect as node NODE (any name), and with
  *                                 -e check the exports a advertises to it
- *   hostile [OPTIONS] poison      as node "evilw", break a's QP with a bad
+ *   hostile [OPTIONS] poison      as node "evilw", break a's QP 0 with a bad
  *                                 key, then wait (-H) for a to end it
  *
  * Options: -a ADDR (10.99.0.1), -p PORT (KXFER_PORT), -L FILE: append
@@ -1927,10 +1927,9 @@ out:
 
 /*
  * Break the session's QP under a's feet: an RDMA WRITE with a key a
- * never gave moves a's end of QP 0 to error, which a learns of only
- * when it next uses the QP (nothing is sent from here after that).
- * Then a withdraws GRANTED, an export of several MRs: its LOCAL_INV
- * chain meets the QP in error, every work request of it flushed.
+ * never gave moves a's end of QP 0 to error, and nothing is sent from
+ * here after that.  a must end the session by itself (its receives are
+ * flushed), and withdraw GRANTED, an export of several MRs, unhurt.
  * Prints "broken" once a's QP is in error, then holds up to HOLD_S
  * seconds for a to end the session.
  */

@@ -715,7 +715,7 @@ ktest2 not_allowed t_not_allowed
 ktest2 wrong_port t_wrong_port
 ktest2 hostile_peer t_hostile_peer
 ktest2 hostile_peer_limits t_hostile_peer_limits
-ktest2 hostile_withdraw t_hostile_withdraw
+ktest2 hostile_broken_qp t_hostile_broken_qp
 ktest2 partition t_partition
 ktest2 device_delete t_device_delete
 KTEST_TIMEOUT=$((STORM_SECS * 2 + 460)) ktest2 fault_storm t_fault_storm
