@@ -611,6 +611,11 @@ static void kxfer_job_start(struct kxfer_task *job)
 
 	kxfer_job_imm(job);
 
+	/*
+	 * The last batch may complete, and the job be freed, as soon as
+	 * its part is posted: hold it until the loop is done with it.
+	 */
+	atomic_inc(&job->j_left);
 	for (i = 0; i < job->j_nparts; i++) {
 		struct kxfer_job_part *p = &job->j_parts[i];
 		struct kxfer_qp *qp = p->p_qp;
@@ -636,6 +641,7 @@ static void kxfer_job_start(struct kxfer_task *job)
 			kxfer_job_batches_done(job, p->p_nbatches);
 		}
 	}
+	kxfer_job_batches_done(job, 1);
 }
 
 /* End a job that was built but will never be posted. */
