@@ -89,6 +89,7 @@ static int kxfer_reg_post_wait(struct kxfer_session *s,
 	 * flush it out.  The session cannot go on either way.
 	 */
 	kxfer_session_fail(s, ret, "registration work request failed");
+	kxfer_qps_data_stop(s);
 	ib_drain_qp(qp);
 	return ret;
 }
