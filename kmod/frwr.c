@@ -125,13 +125,29 @@ static int kxfer_mr_map(struct kxfer_pool *pool, const u64 *dma,
 	return ret == n ? 0 : (ret < 0 ? ret : -EINVAL);
 }
 
-static void kxfer_reg_free(struct kxfer_reg *rg)
+/*
+ * The registration holds its own reference to the pool, so that the
+ * pages stay while the MRs map them, even if the export and the pool
+ * are deleted first (by a session that the withdrawal did not see: one
+ * being stopped is off kxfer_sessions).  Not the last reference where
+ * kxfer_obj_mutex is held: the export still holds one there.
+ */
+static void kxfer_reg_dereg(struct kxfer_reg *rg)
 {
 	unsigned int i;
 
 	for (i = 0; i < rg->rg_nmrs; i++)
 		if (rg->rg_mrs[i].mr_ibmr)
 			ib_dereg_mr(rg->rg_mrs[i].mr_ibmr);
+	rg->rg_nmrs = 0;
+	if (rg->rg_pool)
+		kxfer_pool_put(rg->rg_pool);
+	rg->rg_pool = NULL;
+}
+
+static void kxfer_reg_free(struct kxfer_reg *rg)
+{
+	kxfer_reg_dereg(rg);
 	kfree(rg);
 }
 
@@ -170,6 +186,8 @@ static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
 	if (!rg || !wrs)
 		goto out_free;
 	rg->rg_export = exp;
+	rg->rg_pool = pool;
+	kref_get(&pool->kp_ref);
 	rg->rg_gen = exp->ke_gen;
 	rg->rg_nmrs = nmrs;
 
@@ -351,10 +369,7 @@ int kxfer_reg_invalidate(struct kxfer_session *s, struct kxfer_reg *rg)
 	}
 	kfree(wrs);
 out_dereg:
-	for (i = 0; i < rg->rg_nmrs; i++)
-		if (rg->rg_mrs[i].mr_ibmr)
-			ib_dereg_mr(rg->rg_mrs[i].mr_ibmr);
-	rg->rg_nmrs = 0;
+	kxfer_reg_dereg(rg);
 	return ret;
 }
 

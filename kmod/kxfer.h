@@ -105,7 +105,7 @@ struct kxfer_pool_map {
  * struct kxfer_pool - a named region of pinned memory
  * @kp_node: on kxfer_pools, under kxfer_obj_mutex, until freed
  * @kp_ref: lifetime; held by the namespace, attachments, mappings,
- *	exports
+ *	exports, their registrations on sessions, jobs
  * @kp_name: unique among live pools
  * @kp_size: bytes, a multiple of PAGE_SIZE
  * @kp_owner: uid allowed by the owner bits of @kp_mode
@@ -359,6 +359,7 @@ struct kxfer_mr_reg {
 struct kxfer_reg {
 	struct list_head	rg_node;
 	struct kxfer_export	*rg_export;
+	struct kxfer_pool	*rg_pool;	/* referenced: the MRs map it */
 	u64			rg_gen;
 	unsigned int		rg_nmrs;
 	struct kxfer_mr_reg	rg_mrs[];
