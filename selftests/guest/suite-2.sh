@@ -284,18 +284,24 @@ t_backpressure() {
 # a's NIC (EACCES, the QP errors and the session reconnects), and jobs
 # submitted after b learned it are refused by b's kernel (ESTALE).  Which
 # one the stream meets first depends on what was in flight; either way
-# it ends at once, and a re-created export is learned again.
+# it ends at once, and a re-created export is learned again.  b's session
+# goes down for whichever reason reaches b first: the NIC's refusal, or a
+# ending the session (its end of the QP is in error too) and saying so.
 t_withdraw_live() {
-	local rc=0
+	local rc=0 n0
 
 	if on_a; then
 		barrier wl-streaming
+		# The tests after this one need kvr, whatever happens here.
+		defer sh -c 'kxferctl -j export show | jq -e ".[] | select(.name == \"kvr\")" >/dev/null ||
+			kxferctl export add kvr pool kv offset 2M len 6M access read,write'
 		kxferctl export del kvr
 		barrier wl-done
 		kxferctl export add kvr pool kv offset 2M len 6M access read,write
 		barrier wl-readded
 		return 0
 	fi
+	n0=$(dmesg | wc -l)
 	xfer random pa kvr local -s 50 -n 1000000 -m 4 -l 64K -b 64 -q \
 		>/tmp/wl-stream 2>&1 &
 	local stream=$!
@@ -307,7 +313,9 @@ t_withdraw_live() {
 	[ "$rc" = 1 ]
 	grep -Eq 'EACCES|ESTALE' /tmp/wl-stream
 	if grep -q EACCES /tmp/wl-stream; then
-		dmesg | grep -q 'peer pa: down: remote access error'
+		dmesg | tail -n +$((n0 + 1)) | grep 'peer pa: down: ' | head -1
+		dmesg | tail -n +$((n0 + 1)) | grep -Eq \
+			'peer pa: down: (remote access error|disconnected by the peer|QP in error, work requests flushed)'
 	fi
 	# Gone for good: b cannot even name the export now.
 	check_fail xfer job pa kvr local write 0:0:8
