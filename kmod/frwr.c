@@ -78,10 +78,10 @@ static int kxfer_reg_post_wait(struct kxfer_session *s,
 	ret = ib_post_send(qp, first, NULL);
 	if (!ret && !wait_for_completion_timeout(&wait->mr_done, tmo))
 		ret = -ETIMEDOUT;
-	if (!ret && wait->mr_status == IB_WC_SUCCESS)
-		return 0;
-	if (!ret)
+	if (!ret && wait->mr_status != IB_WC_SUCCESS)
 		ret = -EIO;
+	if (!ret)
+		return 0;
 	/*
 	 * The QP is in error (a peer's access violation moves it there
 	 * at any moment), or part of the chain may still be in flight and
