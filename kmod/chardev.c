@@ -19,6 +19,7 @@
 #include <linux/uaccess.h>
 #include <linux/mm.h>
 #include <linux/log2.h>
+#include <linux/dma-mapping.h>
 
 #include "kxfer.h"
 
@@ -83,6 +84,18 @@ static int kxfer_open(struct inode *inode, struct file *filp)
 }
 
 /*
+ * The owner's attachment of a pool over its own memory is the pool:
+ * ending it withdraws the exports and ends the pool too.
+ */
+static void kxfer_pool_end_attachment(struct kxfer_file *kf,
+				      struct kxfer_pool *pool)
+{
+	if (pool->kp_file == kf)
+		kxfer_pool_disown(pool);
+	kxfer_pool_unuse(pool);
+}
+
+/*
  * Jobs in flight keep the context (and their pools and sessions) until
  * they complete; their events are then dropped with it.
  */
@@ -94,7 +107,7 @@ static int kxfer_release(struct inode *inode, struct file *filp)
 
 	xa_for_each(&kf->kf_pools, handle, pool) {
 		xa_erase(&kf->kf_pools, handle);
-		kxfer_pool_unuse(pool);
+		kxfer_pool_end_attachment(kf, pool);
 	}
 	kxfer_file_drop_handles(kf);
 	kxfer_file_drop_subs(kf);
@@ -118,7 +131,8 @@ static long kxfer_ioc_query(struct kxfer_file *kf, void __user *uarg)
 
 	memset(&q, 0, sizeof(q));
 	q.api_version = KXFER_API_VERSION;
-	q.features = KXFER_FEAT_POOLS | KXFER_FEAT_JOBS | KXFER_FEAT_NOTIFY;
+	q.features = KXFER_FEAT_POOLS | KXFER_FEAT_JOBS | KXFER_FEAT_NOTIFY |
+		     KXFER_FEAT_USER_POOLS | KXFER_FEAT_DMABUF_POOLS;
 	q.max_pools_per_fd = kxfer_max_pools_per_fd;
 	q.max_segments = kxfer_max_segments;
 	q.max_jobs_per_submit = kxfer_max_jobs_per_submit;
@@ -178,7 +192,7 @@ static long kxfer_ioc_pool_detach(struct kxfer_file *kf, void __user *uarg)
 	pool = xa_erase(&kf->kf_pools, d.handle);
 	if (!pool)
 		return -ENOENT;
-	kxfer_pool_unuse(pool);
+	kxfer_pool_end_attachment(kf, pool);
 	return 0;
 }
 
@@ -206,6 +220,14 @@ static long kxfer_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		return kxfer_ioc_notify_sub(kf, uarg);
 	case KXFER_IOC_NOTIFY_UNSUBSCRIBE:
 		return kxfer_ioc_notify_unsub(kf, uarg);
+	case KXFER_IOC_POOL_USER:
+		return kxfer_ioc_pool_user(kf, uarg);
+	case KXFER_IOC_POOL_DMABUF:
+		return kxfer_ioc_pool_dmabuf(kf, uarg);
+	case KXFER_IOC_EXPORT_ADD:
+		return kxfer_ioc_export_add(kf, uarg);
+	case KXFER_IOC_EXPORT_DEL:
+		return kxfer_ioc_export_del(kf, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -256,7 +278,9 @@ static int kxfer_mmap(struct file *filp, struct vm_area_struct *vma)
 	if (!pool)
 		return -ENXIO;
 
-	if (off >= pool->kp_size || len > pool->kp_size - off) {
+	/* A process's own memory is mapped by that process already. */
+	if (pool->kp_kind != KXFER_POOL_KIND_KERNEL ||
+	    off >= pool->kp_size || len > pool->kp_size - off) {
 		ret = -EINVAL;
 		goto out_put;
 	}
@@ -267,8 +291,8 @@ static int kxfer_mmap(struct file *filp, struct vm_area_struct *vma)
 		const struct kxfer_chunk *c = kxfer_pool_chunk_at(pool, off);
 
 		ret = vm_insert_page(vma, addr,
-				     folio_page(c->kc_folio,
-						(off - c->kc_off) >> PAGE_SHIFT));
+				     nth_page(c->kc_page,
+					      (off - c->kc_off) >> PAGE_SHIFT));
 		if (ret)
 			goto out_put;
 	}
@@ -314,8 +338,32 @@ static struct miscdevice kxfer_misc = {
  */
 int kxfer_chardev_register(void)
 {
+	int ret;
+
 	kxfer_misc.mode = kxfer_dev_mode & 0666;
-	return misc_register(&kxfer_misc);
+	ret = misc_register(&kxfer_misc);
+	if (ret)
+		return ret;
+	/*
+	 * kxfer's own dma-buf attachments (upool.c) are made for this
+	 * device: exporters map their buffers for it, as udmabuf does for
+	 * its own.
+	 */
+	ret = dma_coerce_mask_and_coherent(kxfer_misc.this_device,
+					   DMA_BIT_MASK(64));
+	if (ret)
+		misc_deregister(&kxfer_misc);
+	return ret;
+}
+
+/**
+ * kxfer_chardev_dma_device - the device kxfer attaches dma-bufs for
+ *
+ * Return: /dev/kxfer's device, which has a 64-bit DMA mask.
+ */
+struct device *kxfer_chardev_dma_device(void)
+{
+	return kxfer_misc.this_device;
 }
 
 /**

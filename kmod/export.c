@@ -10,6 +10,7 @@
  */
 #include <linux/slab.h>
 #include <linux/overflow.h>
+#include <linux/sched.h>
 
 #include "kxfer.h"
 
@@ -29,39 +30,33 @@ static struct kxfer_export *kxfer_export_lookup(const char *name)
 
 /**
  * kxfer_export_create - export a range of a pool
- * @name: the export's name, unique
- * @pool_name: the pool
- * @off: first byte of the range in the pool
- * @len: length of the range
- * @has_len: false to export from @off to the pool's end
- * @peer: the one peer allowed, or "" for any
- * @from: the addresses a peer must connect from, or %NULL for any
- * @access: KXFER_ACCESS_* bits
+ * @args: name, range, peer, addresses, access, owning file
+ * @pool_name: the pool, by name (the administrator's way), or %NULL
+ * @pool: with @pool_name %NULL, the pool itself (its owner's way); the
+ *	caller holds a reference
  * @extack: for the reason of a refusal
  *
  * Return: 0; %-EINVAL for no or unknown access bits or an empty range;
- * %-ENOENT for an unknown pool; %-ERANGE for a range outside the pool;
- * %-EEXIST for a name in use; %-ENOMEM.  May sleep.
+ * %-ENOENT for an unknown or deleted pool; %-ERANGE for a range outside
+ * the pool; %-EEXIST for a name in use; %-ENOMEM.  May sleep.
  */
-int kxfer_export_create(const char *name, const char *pool_name, u64 off,
-			u64 len, bool has_len, const char *peer,
-			const struct kxfer_prefix *from, u32 access,
+int kxfer_export_create(const struct kxfer_export_args *args,
+			const char *pool_name, struct kxfer_pool *pool,
 			struct netlink_ext_ack *extack)
 {
 	struct kxfer_export *exp;
-	struct kxfer_pool *pool;
-	u64 end;
+	u64 end, len = args->len;
 	int ret;
 
-	if (!access) {
+	if (!args->access) {
 		NL_SET_ERR_MSG(extack, "export grants no access");
 		return -EINVAL;
 	}
-	if (access & ~KXFER_ACCESS_ALL) {
+	if (args->access & ~KXFER_ACCESS_ALL) {
 		NL_SET_ERR_MSG(extack, "unknown access bits");
 		return -EINVAL;
 	}
-	if (has_len && !len) {
+	if (args->has_len && !len) {
 		NL_SET_ERR_MSG(extack, "export range is empty");
 		return -EINVAL;
 	}
@@ -69,37 +64,47 @@ int kxfer_export_create(const char *name, const char *pool_name, u64 off,
 	exp = kzalloc(sizeof(*exp), GFP_KERNEL);
 	if (!exp)
 		return -ENOMEM;
-	strscpy(exp->ke_name, name, sizeof(exp->ke_name));
-	strscpy(exp->ke_peer, peer, sizeof(exp->ke_peer));
-	if (from) {
-		exp->ke_from = *from;
+	strscpy(exp->ke_name, args->name, sizeof(exp->ke_name));
+	strscpy(exp->ke_peer, args->peer, sizeof(exp->ke_peer));
+	if (args->from) {
+		exp->ke_from = *args->from;
 		exp->ke_has_from = true;
 	}
-	exp->ke_access = access;
+	exp->ke_access = args->access;
+	exp->ke_file = args->file;
+	if (args->file)
+		exp->ke_pid = task_tgid_vnr(current);
 
 	mutex_lock(&kxfer_obj_mutex);
-	if (kxfer_export_lookup(name)) {
+	if (kxfer_export_lookup(args->name)) {
 		NL_SET_ERR_MSG(extack, "export already exists");
 		ret = -EEXIST;
 		goto out_unlock;
 	}
-	list_for_each_entry(pool, &kxfer_pools, kp_node)
-		if (!pool->kp_deleted && !strcmp(pool->kp_name, pool_name))
-			break;
-	if (list_entry_is_head(pool, &kxfer_pools, kp_node)) {
+	if (pool_name) {
+		list_for_each_entry(pool, &kxfer_pools, kp_node)
+			if (!pool->kp_deleted &&
+			    !strcmp(pool->kp_name, pool_name))
+				break;
+		if (list_entry_is_head(pool, &kxfer_pools, kp_node))
+			pool = NULL;
+	} else if (pool->kp_deleted) {
+		pool = NULL;
+	}
+	if (!pool) {
 		NL_SET_ERR_MSG(extack, "no such pool");
 		ret = -ENOENT;
 		goto out_unlock;
 	}
-	if (!has_len)
-		len = off < pool->kp_size ? pool->kp_size - off : 0;
-	if (!len || check_add_overflow(off, len, &end) ||
+	if (!args->has_len)
+		len = args->off < pool->kp_size ? pool->kp_size - args->off : 0;
+	if (!len || check_add_overflow(args->off, len, &end) ||
 	    end > pool->kp_size) {
 		NL_SET_ERR_MSG(extack, "export range is outside the pool");
 		ret = -ERANGE;
 		goto out_unlock;
 	}
-	exp->ke_off = off;
+	exp->ke_off = args->off;
 	exp->ke_len = len;
 	exp->ke_gen = atomic64_inc_return(&kxfer_export_gen);
 	kref_get(&pool->kp_ref);
@@ -129,14 +134,26 @@ static void kxfer_export_destroy(struct kxfer_export *exp)
 	kxfer_nl_notify_export(exp, false);
 }
 
+/* Withdraw an export taken off the namespace: keys first, then the pool. */
+static void kxfer_export_withdraw(struct kxfer_export *exp)
+{
+	/* Keys revoked and peers told before this returns. */
+	kxfer_sessions_export_removed(exp);
+	kxfer_pool_put(exp->ke_pool);
+	kfree(exp);
+}
+
 /**
  * kxfer_export_delete - withdraw an export
  * @name: the export's name
+ * @file: %NULL for the administrator, who may withdraw any export; else
+ *	the file asking, which may withdraw only the exports it made
  * @extack: for the reason of a refusal
  *
- * Return: 0 or %-ENOENT.  May sleep.
+ * Return: 0, %-ENOENT, or %-EPERM (@file did not make it).  May sleep.
  */
-int kxfer_export_delete(const char *name, struct netlink_ext_ack *extack)
+int kxfer_export_delete(const char *name, struct kxfer_file *file,
+			struct netlink_ext_ack *extack)
 {
 	struct kxfer_export *exp;
 
@@ -147,14 +164,42 @@ int kxfer_export_delete(const char *name, struct netlink_ext_ack *extack)
 		NL_SET_ERR_MSG(extack, "no such export");
 		return -ENOENT;
 	}
+	if (file && exp->ke_file != file) {
+		mutex_unlock(&kxfer_obj_mutex);
+		return -EPERM;
+	}
 	kxfer_export_destroy(exp);
 	mutex_unlock(&kxfer_obj_mutex);
 
-	/* Keys revoked and peers told before this returns. */
-	kxfer_sessions_export_removed(exp);
-	kxfer_pool_put(exp->ke_pool);
-	kfree(exp);
+	kxfer_export_withdraw(exp);
 	return 0;
+}
+
+/**
+ * kxfer_exports_withdraw_pool - withdraw every export of a pool
+ * @pool: the pool, referenced by the caller
+ *
+ * Whoever made them; before this returns, every session has
+ * invalidated their keys.  May sleep.
+ */
+void kxfer_exports_withdraw_pool(struct kxfer_pool *pool)
+{
+	struct kxfer_export *exp, *found;
+
+	for (;;) {
+		found = NULL;
+		mutex_lock(&kxfer_obj_mutex);
+		list_for_each_entry(exp, &kxfer_exports, ke_node)
+			if (exp->ke_pool == pool) {
+				found = exp;
+				kxfer_export_destroy(exp);
+				break;
+			}
+		mutex_unlock(&kxfer_obj_mutex);
+		if (!found)
+			break;
+		kxfer_export_withdraw(found);
+	}
 }
 
 /**
@@ -173,8 +218,6 @@ void kxfer_exports_destroy_all(void)
 		mutex_unlock(&kxfer_obj_mutex);
 		if (!exp)
 			break;
-		kxfer_sessions_export_removed(exp);
-		kxfer_pool_put(exp->ke_pool);
-		kfree(exp);
+		kxfer_export_withdraw(exp);
 	}
 }

@@ -105,7 +105,7 @@ static int kxfer_mr_map(struct kxfer_pool *pool, const u64 *dma,
 	int ret;
 
 	for (off = c->kc_off; off < end; n++)
-		off += PAGE_SIZE << pool->kp_chunks[first + n].kc_order;
+		off += pool->kp_chunks[first + n].kc_len;
 	sgl = kcalloc(n, sizeof(*sgl), GFP_KERNEL);
 	if (!sgl)
 		return -ENOMEM;
@@ -114,7 +114,7 @@ static int kxfer_mr_map(struct kxfer_pool *pool, const u64 *dma,
 	for (i = 0, sg = sgl; i < n; i++, sg = sg_next(sg)) {
 		const struct kxfer_chunk *ci = &pool->kp_chunks[first + i];
 		u64 cstart = max(start, ci->kc_off);
-		u64 cend = min(end, ci->kc_off + (PAGE_SIZE << ci->kc_order));
+		u64 cend = min(end, ci->kc_off + ci->kc_len);
 
 		sg_dma_address(sg) = dma[first + i] + (cstart - ci->kc_off);
 		sg_dma_len(sg) = cend - cstart;

@@ -762,7 +762,7 @@ static u64 kxfer_local_run(void *ctx, u64 off)
 	struct kxfer_plan_ctx *c = ctx;
 	const struct kxfer_chunk *ch = kxfer_pool_chunk_at(c->pool, off);
 
-	return ch->kc_off + (PAGE_SIZE << ch->kc_order) - off;
+	return ch->kc_off + ch->kc_len - off;
 }
 
 static const struct kxfer_rmr *kxfer_rmr_at(const struct kxfer_rexport *rx,

@@ -14,6 +14,7 @@
 #include <linux/xarray.h>
 #include <linux/wait.h>
 #include <linux/poll.h>
+#include <linux/sched.h>
 #include <rdma/ib_verbs.h>
 
 #include <linux/kxfer.h>
@@ -27,6 +28,8 @@
 
 /* main.c: module parameters */
 extern unsigned long kxfer_pool_mem_max;
+extern unsigned long kxfer_user_pool_mem_max;
+extern bool kxfer_user_exports;
 extern unsigned int kxfer_max_pools_per_fd;
 extern unsigned int kxfer_max_remote_mrs;
 
@@ -76,15 +79,43 @@ void kxfer_device_snapshot_put(struct kxfer_device **kds, unsigned int n);
 #define KXFER_POOL_ORDERS	(KXFER_POOL_MAX_ORDER + 1)
 
 /**
- * struct kxfer_chunk - one physically contiguous folio of a pool
- * @kc_folio: the folio, zeroed at allocation
+ * struct kxfer_chunk - one physically contiguous piece of a pool
+ * @kc_page: its first page; %NULL in a pool imported for one DMA
+ *	device, whose pieces are DMA ranges only (upool.c)
  * @kc_off: byte offset of the chunk in the pool
- * @kc_order: allocation order
+ * @kc_len: bytes, a multiple of PAGE_SIZE; a kernel pool's chunks are
+ *	whole folios, a user pool's the pages of one folio pinned in a row
  */
 struct kxfer_chunk {
-	struct folio	*kc_folio;
+	struct page	*kc_page;
 	u64		kc_off;
-	unsigned int	kc_order;
+	u64		kc_len;
+};
+
+struct kxfer_file;
+struct dma_buf;
+struct dma_buf_attachment;
+struct sg_table;
+struct ib_umem_dmabuf;
+
+/**
+ * struct kxfer_pool_src - what an owned pool's memory is held by
+ * @ps_mm: USER: the mm charged with the pinned pages (mmgrab()ed)
+ * @ps_npages: USER: pages pinned and charged to @ps_mm->pinned_vm
+ * @ps_dmabuf: DMABUF: the buffer, referenced
+ * @ps_attach: DMABUF through pages: kxfer's own attachment
+ * @ps_sgt: DMABUF through pages: its mapping, which holds the pages
+ * @ps_umem: DMABUF for a DMA device: ib_core's pinned import
+ * @ps_dev: DMABUF for a DMA device: the one device it is mapped for
+ */
+struct kxfer_pool_src {
+	struct mm_struct		*ps_mm;
+	unsigned long			ps_npages;
+	struct dma_buf			*ps_dmabuf;
+	struct dma_buf_attachment	*ps_attach;
+	struct sg_table			*ps_sgt;
+	struct ib_umem_dmabuf		*ps_umem;
+	struct kxfer_device		*ps_dev;
 };
 
 /**
@@ -120,6 +151,12 @@ struct kxfer_pool_map {
  * @kp_alloc_ns: time to allocate and zero the memory
  * @kp_map_lock: protects @kp_maps
  * @kp_maps: struct kxfer_pool_map, one per device
+ * @kp_kind: enum kxfer_pool_kind
+ * @kp_file: USER, DMABUF: the open file that owns it (compared, never
+ *	dereferenced: the file ends the pool before it goes)
+ * @kp_pid: USER, DMABUF: the owner's thread group id, for display
+ * @kp_comm: USER, DMABUF: the owner's command name, for display
+ * @kp_src: USER, DMABUF: what holds the memory
  */
 struct kxfer_pool {
 	struct list_head	kp_node;
@@ -138,6 +175,11 @@ struct kxfer_pool {
 	u64			kp_alloc_ns;
 	struct mutex		kp_map_lock;	/* protects kp_maps */
 	struct list_head	kp_maps;
+	enum kxfer_pool_kind	kp_kind;
+	struct kxfer_file	*kp_file;
+	pid_t			kp_pid;
+	char			kp_comm[TASK_COMM_LEN];
+	struct kxfer_pool_src	kp_src;
 };
 
 /**
@@ -173,6 +215,9 @@ struct kxfer_prefix {
  * @ke_has_from: @ke_from applies
  * @ke_access: KXFER_ACCESS_* bits, never 0
  * @ke_gen: generation, unique and increasing over the module's life
+ * @ke_file: made through /dev/kxfer by the file that owns the pool
+ *	(compared only), else %NULL (made by the administrator)
+ * @ke_pid: with @ke_file, the maker's thread group id, for display
  */
 struct kxfer_export {
 	struct list_head	ke_node;
@@ -185,6 +230,30 @@ struct kxfer_export {
 	bool			ke_has_from;
 	u32			ke_access;
 	u64			ke_gen;
+	struct kxfer_file	*ke_file;
+	pid_t			ke_pid;
+};
+
+/**
+ * struct kxfer_export_args - what a new export is made of
+ * @name: unique among exports
+ * @off: first byte of the range in the pool
+ * @len: length of the range
+ * @has_len: false to export from @off to the pool's end
+ * @peer: the one peer allowed, or "" for any
+ * @from: the addresses a peer must connect from, or %NULL for any
+ * @access: KXFER_ACCESS_* bits
+ * @file: the owning file of an export made through /dev/kxfer, or %NULL
+ */
+struct kxfer_export_args {
+	const char			*name;
+	u64				off;
+	u64				len;
+	bool				has_len;
+	const char			*peer;
+	const struct kxfer_prefix	*from;
+	u32				access;
+	struct kxfer_file		*file;
 };
 
 extern struct mutex kxfer_obj_mutex;
@@ -205,12 +274,35 @@ const struct kxfer_chunk *kxfer_pool_chunk_at(const struct kxfer_pool *pool,
 					      u64 off);
 void kxfer_pools_destroy_all(void);
 
-int kxfer_export_create(const char *name, const char *pool_name, u64 off,
-			u64 len, bool has_len, const char *peer,
-			const struct kxfer_prefix *from, u32 access,
+int kxfer_export_create(const struct kxfer_export_args *args,
+			const char *pool_name, struct kxfer_pool *pool,
 			struct netlink_ext_ack *extack);
-int kxfer_export_delete(const char *name, struct netlink_ext_ack *extack);
+int kxfer_export_delete(const char *name, struct kxfer_file *file,
+			struct netlink_ext_ack *extack);
+void kxfer_exports_withdraw_pool(struct kxfer_pool *pool);
 void kxfer_exports_destroy_all(void);
+
+/* pool.c, for upool.c */
+struct kxfer_pool *kxfer_pool_alloc(const char *name, u64 size,
+				    enum kxfer_pool_kind kind);
+int kxfer_pool_add_chunk(struct kxfer_pool *pool, unsigned int *cap,
+			 struct page *page, u64 len);
+int kxfer_pool_publish(struct kxfer_pool *pool,
+		       struct netlink_ext_ack *extack);
+void kxfer_pool_free_new(struct kxfer_pool *pool);
+void kxfer_pool_disown(struct kxfer_pool *pool);
+
+/* upool.c: pools over memory a process already has */
+extern atomic64_t kxfer_user_pool_mem_used;
+long kxfer_ioc_pool_user(struct kxfer_file *kf, void __user *uarg);
+long kxfer_ioc_pool_dmabuf(struct kxfer_file *kf, void __user *uarg);
+long kxfer_ioc_export_add(struct kxfer_file *kf, void __user *uarg);
+long kxfer_ioc_export_del(struct kxfer_file *kf, void __user *uarg);
+void kxfer_upool_release(struct kxfer_pool *pool);
+bool kxfer_upool_map_device(struct kxfer_pool *pool, struct kxfer_device *kd,
+			    u64 *dma);
+void kxfer_upools_device_removed(struct kxfer_device *kd);
+struct device *kxfer_chardev_dma_device(void);
 
 /* ---------------------------------------------------------------------- */
 /* session.c, listen.c, ctrl.c, frwr.c: sessions between two kxfer nodes   */
@@ -533,6 +625,8 @@ void kxfer_rexports_clear(struct kxfer_session *s);
 
 bool kxfer_prefix_match(const struct kxfer_prefix *p,
 			const struct sockaddr *sa);
+int kxfer_prefix_set(struct kxfer_prefix *p, const void *addr,
+		     unsigned int alen, unsigned int bits);
 const u8 *kxfer_sa_bytes(const struct sockaddr *sa, unsigned int *len);
 
 /**

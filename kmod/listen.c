@@ -56,6 +56,31 @@ const u8 *kxfer_sa_bytes(const struct sockaddr *sa, unsigned int *len)
 }
 
 /**
+ * kxfer_prefix_set - make a prefix from an address and a length
+ * @p: out, the prefix; kept without host bits, as it is shown
+ * @addr: the address, network order
+ * @alen: 4 (IPv4) or 16 (IPv6)
+ * @bits: the prefix length
+ *
+ * Return: 0, or %-EINVAL if @alen is neither or @bits exceeds it.
+ */
+int kxfer_prefix_set(struct kxfer_prefix *p, const void *addr,
+		     unsigned int alen, unsigned int bits)
+{
+	if ((alen != 4 && alen != 16) || bits > alen * 8)
+		return -EINVAL;
+	p->p_family = alen == 4 ? AF_INET : AF_INET6;
+	p->p_len = bits;
+	memset(p->p_addr, 0, sizeof(p->p_addr));
+	memcpy(p->p_addr, addr, alen);
+	if (bits % 8)
+		p->p_addr[bits / 8] &= 0xff << (8 - bits % 8);
+	memset(p->p_addr + DIV_ROUND_UP(bits, 8), 0,
+	       sizeof(p->p_addr) - DIV_ROUND_UP(bits, 8));
+	return 0;
+}
+
+/**
  * kxfer_prefix_match - an address is inside a prefix
  * @p: the prefix
  * @sa: the address (its port is ignored)

@@ -18,6 +18,17 @@ module_param_named(pool_mem_max, kxfer_pool_mem_max, ulong, 0444);
 MODULE_PARM_DESC(pool_mem_max,
 		 "Bytes all pools together may pin (default: half of RAM)");
 
+/* ULONG_MAX until init: then pool_mem_max unless set at load */
+unsigned long kxfer_user_pool_mem_max = ULONG_MAX;
+module_param_named(user_pool_mem_max, kxfer_user_pool_mem_max, ulong, 0644);
+MODULE_PARM_DESC(user_pool_mem_max,
+		 "Bytes the pools of processes' own memory (KXFER_IOC_POOL_USER, KXFER_IOC_POOL_DMABUF) may pin together; 0 forbids them (default: pool_mem_max)");
+
+bool kxfer_user_exports = true;
+module_param_named(user_exports, kxfer_user_exports, bool, 0644);
+MODULE_PARM_DESC(user_exports,
+		 "Whether a process may export the pools of its own memory through /dev/kxfer (default Y)");
+
 unsigned int kxfer_max_segments = 65536;
 module_param_named(max_segments, kxfer_max_segments, uint, 0444);
 MODULE_PARM_DESC(max_segments, "Segments per job (default 65536)");
@@ -52,6 +63,8 @@ static int __init kxfer_init(void)
 
 	if (!kxfer_pool_mem_max)
 		kxfer_pool_mem_max = (totalram_pages() << PAGE_SHIFT) / 2;
+	if (kxfer_user_pool_mem_max == ULONG_MAX)
+		kxfer_user_pool_mem_max = kxfer_pool_mem_max;
 	if (!kxfer_max_pools_per_fd || kxfer_max_pools_per_fd > 4096) {
 		kxfer_err("max_pools_per_fd must be in 1..4096\n");
 		return -EINVAL;

@@ -287,7 +287,7 @@ static int kxfer_nl_dev_get_dumpit(struct sk_buff *skb,
 static int kxfer_nl_fill_pool(struct sk_buff *skb, struct kxfer_pool *pool,
 			      struct user_namespace *ns, bool full)
 {
-	unsigned int counts[KXFER_POOL_ORDERS] = {};
+	unsigned int counts[64 - PAGE_SHIFT] = {};
 	struct kxfer_pool_map *pm;
 	struct nlattr *nest, *item;
 	u64 map_ns = 0;
@@ -310,20 +310,26 @@ static int kxfer_nl_fill_pool(struct sk_buff *skb, struct kxfer_pool *pool,
 	    nla_put_u32(skb, KXFER_A_POOL_ATTACH_COUNT, pool->kp_users) ||
 	    nla_put_u32(skb, KXFER_A_POOL_EXPORT_COUNT, pool->kp_nexports) ||
 	    nla_put_u64_64bit(skb, KXFER_A_POOL_ALLOC_NS, pool->kp_alloc_ns,
-			      KXFER_A_POOL_PAD))
+			      KXFER_A_POOL_PAD) ||
+	    nla_put_u32(skb, KXFER_A_POOL_KIND, pool->kp_kind))
+		return -EMSGSIZE;
+	if (pool->kp_kind != KXFER_POOL_KIND_KERNEL &&
+	    (nla_put_u32(skb, KXFER_A_POOL_PID, pool->kp_pid) ||
+	     nla_put_string(skb, KXFER_A_POOL_COMM, pool->kp_comm)))
 		return -EMSGSIZE;
 
+	/* By size class: a kernel pool's chunks are exactly that size. */
 	for (i = 0; i < pool->kp_nchunks; i++)
-		counts[pool->kp_chunks[i].kc_order]++;
+		counts[ilog2(pool->kp_chunks[i].kc_len) - PAGE_SHIFT]++;
 	nest = nla_nest_start(skb, KXFER_A_POOL_CHUNKS);
 	if (!nest)
 		return -EMSGSIZE;
-	for (i = KXFER_POOL_ORDERS; i-- > 0;) {
+	for (i = ARRAY_SIZE(counts); i-- > 0;) {
 		if (!counts[i])
 			continue;
 		item = nla_nest_start(skb, KXFER_A_POOL_CHUNK);
 		if (!item ||
-		    nla_put_u64_64bit(skb, KXFER_A_CHUNK_SIZE, PAGE_SIZE << i,
+		    nla_put_u64_64bit(skb, KXFER_A_CHUNK_SIZE, PAGE_SIZE << (u64)i,
 				      KXFER_A_CHUNK_PAD) ||
 		    nla_put_u32(skb, KXFER_A_CHUNK_COUNT, counts[i]))
 			return -EMSGSIZE;
@@ -498,20 +504,11 @@ static int kxfer_nl_prefix(const struct nlattr *nest, struct kxfer_prefix *p,
 				    "prefix address must be 4 or 16 bytes");
 		return -EINVAL;
 	}
-	p->p_family = alen == 4 ? AF_INET : AF_INET6;
-	p->p_len = nla_get_u8(tb[KXFER_A_PREFIX_LEN]);
-	if (p->p_len > alen * 8) {
+	ret = kxfer_prefix_set(p, nla_data(tb[KXFER_A_PREFIX_ADDR]), alen,
+			       nla_get_u8(tb[KXFER_A_PREFIX_LEN]));
+	if (ret)
 		NL_SET_ERR_MSG_ATTR(extack, nest, "prefix length too long");
-		return -EINVAL;
-	}
-	memset(p->p_addr, 0, sizeof(p->p_addr));
-	memcpy(p->p_addr, nla_data(tb[KXFER_A_PREFIX_ADDR]), alen);
-	/* Kept and shown as the prefix it means: no host bits. */
-	if (p->p_len % 8)
-		p->p_addr[p->p_len / 8] &= 0xff << (8 - p->p_len % 8);
-	memset(p->p_addr + DIV_ROUND_UP(p->p_len, 8), 0,
-	       sizeof(p->p_addr) - DIV_ROUND_UP(p->p_len, 8));
-	return 0;
+	return ret;
 }
 
 static int kxfer_nl_put_prefix(struct sk_buff *skb, int type,
@@ -543,7 +540,9 @@ static int kxfer_nl_fill_export(struct sk_buff *skb, struct kxfer_export *exp,
 			      KXFER_A_EXPORT_PAD) ||
 	    (exp->ke_peer[0] &&
 	     nla_put_string(skb, KXFER_A_EXPORT_PEER, exp->ke_peer)) ||
-	    nla_put_u32(skb, KXFER_A_EXPORT_ACCESS, exp->ke_access))
+	    nla_put_u32(skb, KXFER_A_EXPORT_ACCESS, exp->ke_access) ||
+	    (exp->ke_file &&
+	     nla_put_u32(skb, KXFER_A_EXPORT_PID, exp->ke_pid)))
 		return -EMSGSIZE;
 	if (exp->ke_has_from &&
 	    kxfer_nl_put_prefix(skb, KXFER_A_EXPORT_FROM, &exp->ke_from))
@@ -556,6 +555,7 @@ static int kxfer_nl_export_new_doit(struct sk_buff *skb,
 {
 	struct netlink_ext_ack *extack = info->extack;
 	struct nlattr **tb = info->attrs;
+	struct kxfer_export_args args = { .peer = "" };
 	const char *name, *pool, *peer = "";
 	struct kxfer_prefix from;
 	u64 off = 0, len = 0;
@@ -584,11 +584,14 @@ static int kxfer_nl_export_new_doit(struct sk_buff *skb,
 			return ret;
 	}
 
-	return kxfer_export_create(name, pool, off, len,
-				   !!tb[KXFER_A_EXPORT_LEN], peer,
-				   tb[KXFER_A_EXPORT_FROM] ? &from : NULL,
-				   nla_get_u32(tb[KXFER_A_EXPORT_ACCESS]),
-				   extack);
+	args.name = name;
+	args.off = off;
+	args.len = len;
+	args.has_len = !!tb[KXFER_A_EXPORT_LEN];
+	args.peer = peer;
+	args.from = tb[KXFER_A_EXPORT_FROM] ? &from : NULL;
+	args.access = nla_get_u32(tb[KXFER_A_EXPORT_ACCESS]);
+	return kxfer_export_create(&args, pool, NULL, extack);
 }
 
 static int kxfer_nl_export_del_doit(struct sk_buff *skb,
@@ -599,7 +602,7 @@ static int kxfer_nl_export_del_doit(struct sk_buff *skb,
 
 	if (IS_ERR(name))
 		return PTR_ERR(name);
-	return kxfer_export_delete(name, info->extack);
+	return kxfer_export_delete(name, NULL, info->extack);
 }
 
 static int kxfer_nl_export_get_doit(struct sk_buff *skb,

@@ -10,6 +10,11 @@
  * local_dma_lkey and the per-device DMA addresses kept here; remote
  * access goes only through exports (export.c), never a global rkey.
  *
+ * Pools over memory a process already has (its own pages, or a dma-buf)
+ * are made in upool.c and share everything here but where the pages
+ * come from and how they are given back: they are chunks like any
+ * pool's, mapped per device by the same code.
+ *
  * Lifetime: the namespace (until "pool del"), every attachment, every
  * user mapping and every export hold a reference (kp_ref).  kp_users
  * counts attachments and mappings, so that "pool del" can refuse a pool
@@ -33,11 +38,6 @@ DEFINE_MUTEX(kxfer_obj_mutex);
 LIST_HEAD(kxfer_pools);
 atomic64_t kxfer_pool_mem_used = ATOMIC64_INIT(0);
 
-static u64 kxfer_chunk_bytes(const struct kxfer_chunk *c)
-{
-	return PAGE_SIZE << c->kc_order;
-}
-
 static struct kxfer_pool *kxfer_pool_lookup(const char *name)
 {
 	struct kxfer_pool *pool;
@@ -56,10 +56,10 @@ static void kxfer_pool_unmap_one(struct kxfer_pool *pool,
 	unsigned int i;
 
 	lockdep_assert_held(&pool->kp_map_lock);
-	for (i = 0; i < pool->kp_nchunks; i++)
+	/* An import for one DMA device is ib_core's mapping, not ours. */
+	for (i = 0; !pool->kp_src.ps_umem && i < pool->kp_nchunks; i++)
 		ib_dma_unmap_page(ibdev, pm->pm_dma[i],
-				  kxfer_chunk_bytes(&pool->kp_chunks[i]),
-				  DMA_BIDIRECTIONAL);
+				  pool->kp_chunks[i].kc_len, DMA_BIDIRECTIONAL);
 	list_del(&pm->pm_node);
 	kxfer_device_put(pm->pm_dev);
 	kvfree(pm->pm_dma);
@@ -79,7 +79,7 @@ void kxfer_pool_map_device(struct kxfer_pool *pool, struct kxfer_device *kd)
 {
 	struct ib_device *ibdev = kd->kd_ibdev;
 	struct kxfer_pool_map *pm;
-	unsigned int i;
+	unsigned int i = 0;
 	u64 start;
 
 	mutex_lock(&pool->kp_map_lock);
@@ -99,11 +99,19 @@ void kxfer_pool_map_device(struct kxfer_pool *pool, struct kxfer_device *kd)
 		goto out_free_pm;
 
 	start = ktime_get_ns();
-	for (i = 0; i < pool->kp_nchunks; i++) {
+	if (pool->kp_src.ps_umem) {
+		/* Usable on the device it was imported for, and no other. */
+		if (!kxfer_upool_map_device(pool, kd, pm->pm_dma)) {
+			kvfree(pm->pm_dma);
+			kfree(pm);
+			goto out_unlock;
+		}
+		i = pool->kp_nchunks;
+	}
+	for (; i < pool->kp_nchunks; i++) {
 		struct kxfer_chunk *c = &pool->kp_chunks[i];
 
-		pm->pm_dma[i] = ib_dma_map_page(ibdev, folio_page(c->kc_folio, 0),
-						0, kxfer_chunk_bytes(c),
+		pm->pm_dma[i] = ib_dma_map_page(ibdev, c->kc_page, 0, c->kc_len,
 						DMA_BIDIRECTIONAL);
 		if (ib_dma_mapping_error(ibdev, pm->pm_dma[i]))
 			goto out_unmap;
@@ -118,8 +126,7 @@ void kxfer_pool_map_device(struct kxfer_pool *pool, struct kxfer_device *kd)
 out_unmap:
 	while (i--)
 		ib_dma_unmap_page(ibdev, pm->pm_dma[i],
-				  kxfer_chunk_bytes(&pool->kp_chunks[i]),
-				  DMA_BIDIRECTIONAL);
+				  pool->kp_chunks[i].kc_len, DMA_BIDIRECTIONAL);
 	kvfree(pm->pm_dma);
 out_free_pm:
 	kfree(pm);
@@ -151,17 +158,30 @@ void kxfer_pools_device_removed(struct kxfer_device *kd)
 		mutex_unlock(&pool->kp_map_lock);
 	}
 	mutex_unlock(&kxfer_obj_mutex);
+	kxfer_upools_device_removed(kd);
 }
 
+/* Give the memory back: to the page allocator, or to its owner. */
 static void kxfer_pool_free_chunks(struct kxfer_pool *pool)
 {
 	unsigned int i;
 
-	for (i = 0; i < pool->kp_nchunks; i++)
-		folio_put(pool->kp_chunks[i].kc_folio);
+	if (pool->kp_kind == KXFER_POOL_KIND_KERNEL)
+		for (i = 0; i < pool->kp_nchunks; i++)
+			folio_put(page_folio(pool->kp_chunks[i].kc_page));
+	else
+		kxfer_upool_release(pool);
 	kvfree(pool->kp_chunks);
 	pool->kp_chunks = NULL;
 	pool->kp_nchunks = 0;
+}
+
+/* Give back the budget a pool reserved in kxfer_pool_alloc(). */
+static void kxfer_pool_unreserve(struct kxfer_pool *pool)
+{
+	atomic64_sub(pool->kp_size, &kxfer_pool_mem_used);
+	if (pool->kp_kind != KXFER_POOL_KIND_KERNEL)
+		atomic64_sub(pool->kp_size, &kxfer_user_pool_mem_used);
 }
 
 static void kxfer_pool_release(struct kref *ref)
@@ -179,7 +199,7 @@ static void kxfer_pool_release(struct kref *ref)
 	mutex_unlock(&pool->kp_map_lock);
 
 	kxfer_pool_free_chunks(pool);
-	atomic64_sub(pool->kp_size, &kxfer_pool_mem_used);
+	kxfer_pool_unreserve(pool);
 	mutex_destroy(&pool->kp_map_lock);
 	kfree(pool);
 }
@@ -196,11 +216,51 @@ void kxfer_pool_put(struct kxfer_pool *pool)
 	kref_put(&pool->kp_ref, kxfer_pool_release);
 }
 
+/**
+ * kxfer_pool_add_chunk - append a chunk to a pool being built
+ * @pool: the pool, not yet published
+ * @cap: entries allocated at kp_chunks, 0 at first; updated
+ * @page: the chunk's first page, or %NULL for a DMA range (upool.c)
+ * @len: its bytes, a multiple of PAGE_SIZE
+ *
+ * The chunk starts where the previous one ended.
+ *
+ * Return: 0 or %-ENOMEM (the pool keeps the chunks it had).  May sleep.
+ */
+int kxfer_pool_add_chunk(struct kxfer_pool *pool, unsigned int *cap,
+			 struct page *page, u64 len)
+{
+	struct kxfer_chunk *c;
+	u64 off = 0;
+
+	if (pool->kp_nchunks) {
+		c = &pool->kp_chunks[pool->kp_nchunks - 1];
+		off = c->kc_off + c->kc_len;
+	}
+	if (pool->kp_nchunks == *cap) {
+		unsigned int ncap = *cap ? *cap * 2 : 64;
+		struct kxfer_chunk *n;
+
+		n = kvcalloc(ncap, sizeof(*n), GFP_KERNEL);
+		if (!n)
+			return -ENOMEM;
+		if (pool->kp_chunks)
+			memcpy(n, pool->kp_chunks, *cap * sizeof(*n));
+		kvfree(pool->kp_chunks);
+		pool->kp_chunks = n;
+		*cap = ncap;
+	}
+	c = &pool->kp_chunks[pool->kp_nchunks++];
+	c->kc_page = page;
+	c->kc_off = off;
+	c->kc_len = len;
+	return 0;
+}
+
 /* Allocate the pool's memory, largest folios first. */
 static int kxfer_pool_alloc_chunks(struct kxfer_pool *pool)
 {
 	unsigned int order = KXFER_POOL_MAX_ORDER, cap = 0;
-	struct kxfer_chunk *chunks = NULL;
 	u64 off = 0;
 
 	while (off < pool->kp_size) {
@@ -221,26 +281,11 @@ static int kxfer_pool_alloc_chunks(struct kxfer_pool *pool)
 			order--;
 			continue;
 		}
-		if (pool->kp_nchunks == cap) {
-			unsigned int ncap = cap ? cap * 2 : 64;
-			struct kxfer_chunk *n;
-
-			n = kvcalloc(ncap, sizeof(*n), GFP_KERNEL);
-			if (!n) {
-				folio_put(folio);
-				goto out_nomem;
-			}
-			if (chunks)
-				memcpy(n, chunks, cap * sizeof(*n));
-			kvfree(chunks);
-			chunks = n;
-			cap = ncap;
-			pool->kp_chunks = chunks;
+		if (kxfer_pool_add_chunk(pool, &cap, folio_page(folio, 0),
+					 PAGE_SIZE << order)) {
+			folio_put(folio);
+			goto out_nomem;
 		}
-		chunks[pool->kp_nchunks].kc_folio = folio;
-		chunks[pool->kp_nchunks].kc_off = off;
-		chunks[pool->kp_nchunks].kc_order = order;
-		pool->kp_nchunks++;
 		off += PAGE_SIZE << order;
 
 		if (fatal_signal_pending(current))
@@ -281,6 +326,126 @@ const struct kxfer_chunk *kxfer_pool_chunk_at(const struct kxfer_pool *pool,
 }
 
 /**
+ * kxfer_pool_alloc - start a pool: check its size, reserve its budget
+ * @name: the pool's name; refused if a live pool has it
+ * @size: bytes, a non-zero multiple of PAGE_SIZE below 1 TiB
+ * @kind: enum kxfer_pool_kind; pools of a process are also bounded by
+ *	user_pool_mem_max
+ *
+ * The pool is not on kxfer_pools yet and has no chunks: the caller adds
+ * them (kxfer_pool_add_chunk()), then kxfer_pool_publish() it, or
+ * kxfer_pool_free_new() it.
+ *
+ * Return: the pool, or an ERR_PTR: %-EINVAL (size), %-EEXIST (name),
+ * %-ENOSPC (pool_mem_max or user_pool_mem_max would be exceeded),
+ * %-ENOMEM.  May sleep.
+ */
+struct kxfer_pool *kxfer_pool_alloc(const char *name, u64 size,
+				    enum kxfer_pool_kind kind)
+{
+	struct kxfer_pool *pool;
+	int ret;
+
+	if (!size || !PAGE_ALIGNED(size) || size >= KXFER_MMAP_WINDOW)
+		return ERR_PTR(-EINVAL);
+	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
+	if (!pool)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&pool->kp_ref);
+	strscpy(pool->kp_name, name, sizeof(pool->kp_name));
+	pool->kp_size = size;
+	pool->kp_kind = kind;
+	pool->kp_numa = NUMA_NO_NODE;
+	mutex_init(&pool->kp_map_lock);
+	INIT_LIST_HEAD(&pool->kp_maps);
+	INIT_LIST_HEAD(&pool->kp_node);
+
+	/* Reserve the budget first: concurrent creations cannot overshoot. */
+	ret = -ENOSPC;
+	if (atomic64_add_return(size, &kxfer_pool_mem_used) >
+	    kxfer_pool_mem_max)
+		goto out_unreserve;
+	if (kind != KXFER_POOL_KIND_KERNEL &&
+	    atomic64_add_return(size, &kxfer_user_pool_mem_used) >
+	    READ_ONCE(kxfer_user_pool_mem_max)) {
+		atomic64_sub(size, &kxfer_user_pool_mem_used);
+		goto out_unreserve;
+	}
+
+	mutex_lock(&kxfer_obj_mutex);
+	ret = kxfer_pool_lookup(name) ? -EEXIST : 0;
+	mutex_unlock(&kxfer_obj_mutex);
+	if (!ret)
+		return pool;
+	kxfer_pool_unreserve(pool);
+	goto out_free;
+
+out_unreserve:
+	atomic64_sub(size, &kxfer_pool_mem_used);
+out_free:
+	mutex_destroy(&pool->kp_map_lock);
+	kfree(pool);
+	return ERR_PTR(ret);
+}
+
+/**
+ * kxfer_pool_free_new - undo kxfer_pool_alloc() and the chunks added
+ * @pool: a pool that was never published
+ *
+ * May sleep.
+ */
+void kxfer_pool_free_new(struct kxfer_pool *pool)
+{
+	kxfer_pool_free_chunks(pool);
+	kxfer_pool_unreserve(pool);
+	mutex_destroy(&pool->kp_map_lock);
+	kfree(pool);
+}
+
+/**
+ * kxfer_pool_publish - put a built pool in the namespace and map it
+ * @pool: from kxfer_pool_alloc(), with its chunks
+ * @extack: for the reason of a refusal
+ *
+ * Maps the pool on every present device, so that the cost is paid at
+ * creation; devices added later map it at first use.
+ *
+ * Return: 0, or %-EEXIST if the name was taken meanwhile (the pool is
+ * then the caller's still).  May sleep.
+ */
+int kxfer_pool_publish(struct kxfer_pool *pool,
+		       struct netlink_ext_ack *extack)
+{
+	struct kxfer_device **kds;
+	unsigned int i, nkds;
+
+	mutex_lock(&kxfer_obj_mutex);
+	if (kxfer_pool_lookup(pool->kp_name)) {
+		mutex_unlock(&kxfer_obj_mutex);
+		NL_SET_ERR_MSG(extack, "pool already exists");
+		return -EEXIST;
+	}
+	list_add_tail(&pool->kp_node, &kxfer_pools);
+	mutex_unlock(&kxfer_obj_mutex);
+
+	/*
+	 * The pool is already on kxfer_pools, so a device removal racing
+	 * with this finds it.
+	 */
+	nkds = kxfer_device_snapshot(&kds);
+	for (i = 0; i < nkds; i++)
+		kxfer_pool_map_device(pool, kds[i]);
+	kxfer_device_snapshot_put(kds, nkds);
+
+	kxfer_info("pool %s: %llu bytes in %u chunks\n", pool->kp_name,
+		   pool->kp_size, pool->kp_nchunks);
+	mutex_lock(&kxfer_obj_mutex);
+	kxfer_nl_notify_pool(pool, true);
+	mutex_unlock(&kxfer_obj_mutex);
+	return 0;
+}
+
+/**
  * kxfer_pool_create - make a pool and map it on every present device
  * @args: name, size (a non-zero multiple of PAGE_SIZE), owner, group,
  *	mode, NUMA node
@@ -293,9 +458,7 @@ const struct kxfer_chunk *kxfer_pool_chunk_at(const struct kxfer_pool *pool,
 int kxfer_pool_create(const struct kxfer_pool_args *args,
 		      struct netlink_ext_ack *extack)
 {
-	struct kxfer_device **kds;
 	struct kxfer_pool *pool;
-	unsigned int i, nkds;
 	u64 start;
 	int ret;
 
@@ -314,79 +477,35 @@ int kxfer_pool_create(const struct kxfer_pool_args *args,
 		return -EINVAL;
 	}
 
-	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
-	if (!pool)
-		return -ENOMEM;
-	kref_init(&pool->kp_ref);
-	strscpy(pool->kp_name, args->name, sizeof(pool->kp_name));
-	pool->kp_size = args->size;
+	pool = kxfer_pool_alloc(args->name, args->size, KXFER_POOL_KIND_KERNEL);
+	if (IS_ERR(pool)) {
+		ret = PTR_ERR(pool);
+		if (ret == -ENOSPC)
+			NL_SET_ERR_MSG(extack, "pool size exceeds what is left of pool_mem_max");
+		else if (ret == -EEXIST)
+			NL_SET_ERR_MSG(extack, "pool already exists");
+		return ret;
+	}
 	pool->kp_owner = args->owner;
 	pool->kp_group = args->group;
 	pool->kp_mode = args->mode & 0777;
 	pool->kp_numa = args->numa;
-	mutex_init(&pool->kp_map_lock);
-	INIT_LIST_HEAD(&pool->kp_maps);
-	INIT_LIST_HEAD(&pool->kp_node);
-
-	/* Reserve the budget first: concurrent creations cannot overshoot. */
-	if (atomic64_add_return(args->size, &kxfer_pool_mem_used) >
-	    kxfer_pool_mem_max) {
-		atomic64_sub(args->size, &kxfer_pool_mem_used);
-		NL_SET_ERR_MSG(extack, "pool size exceeds what is left of pool_mem_max");
-		ret = -ENOSPC;
-		goto out_free;
-	}
-
-	mutex_lock(&kxfer_obj_mutex);
-	ret = kxfer_pool_lookup(args->name) ? -EEXIST : 0;
-	mutex_unlock(&kxfer_obj_mutex);
-	if (ret)
-		goto out_exists;
 
 	start = ktime_get_ns();
 	ret = kxfer_pool_alloc_chunks(pool);
 	if (ret) {
 		NL_SET_ERR_MSG(extack, "cannot allocate the pool's memory");
-		goto out_unreserve;
+		goto out_free;
 	}
 	pool->kp_alloc_ns = ktime_get_ns() - start;
 
-	mutex_lock(&kxfer_obj_mutex);
-	if (kxfer_pool_lookup(args->name)) {
-		mutex_unlock(&kxfer_obj_mutex);
-		ret = -EEXIST;
-		goto out_chunks;
-	}
-	list_add_tail(&pool->kp_node, &kxfer_pools);
-	mutex_unlock(&kxfer_obj_mutex);
-
-	/*
-	 * Map on every device now, so that the cost is paid at creation;
-	 * devices added later map it at first use.  The pool is already
-	 * on kxfer_pools, so a device removal racing with this finds it.
-	 */
-	nkds = kxfer_device_snapshot(&kds);
-	for (i = 0; i < nkds; i++)
-		kxfer_pool_map_device(pool, kds[i]);
-	kxfer_device_snapshot_put(kds, nkds);
-
-	kxfer_info("pool %s: %llu bytes in %u chunks\n", pool->kp_name,
-		   pool->kp_size, pool->kp_nchunks);
-	mutex_lock(&kxfer_obj_mutex);
-	kxfer_nl_notify_pool(pool, true);
-	mutex_unlock(&kxfer_obj_mutex);
+	ret = kxfer_pool_publish(pool, extack);
+	if (ret)
+		goto out_free;
 	return 0;
 
-out_chunks:
-	kxfer_pool_free_chunks(pool);
-out_exists:
-	if (ret == -EEXIST)
-		NL_SET_ERR_MSG(extack, "pool already exists");
-out_unreserve:
-	atomic64_sub(args->size, &kxfer_pool_mem_used);
 out_free:
-	mutex_destroy(&pool->kp_map_lock);
-	kfree(pool);
+	kxfer_pool_free_new(pool);
 	return ret;
 }
 
@@ -408,6 +527,11 @@ int kxfer_pool_delete(const char *name, struct netlink_ext_ack *extack)
 		mutex_unlock(&kxfer_obj_mutex);
 		NL_SET_ERR_MSG(extack, "no such pool");
 		return -ENOENT;
+	}
+	if (pool->kp_kind != KXFER_POOL_KIND_KERNEL) {
+		mutex_unlock(&kxfer_obj_mutex);
+		NL_SET_ERR_MSG(extack, "pool belongs to a process; it ends with it");
+		return -EBUSY;
 	}
 	if (pool->kp_nexports) {
 		mutex_unlock(&kxfer_obj_mutex);
@@ -454,7 +578,8 @@ int kxfer_pool_check_access(const struct kxfer_pool *pool)
  * kxfer_pool_use - count a new user (attachment or mapping) of a pool
  * @name: the pool's name
  *
- * Return: the referenced pool, or an ERR_PTR: %-ENOENT, %-EACCES.
+ * Return: the referenced pool, or an ERR_PTR: %-ENOENT, %-EACCES (also
+ * for a pool over a process's memory: only its owner uses it).
  * May sleep.
  */
 struct kxfer_pool *kxfer_pool_use(const char *name)
@@ -468,7 +593,9 @@ struct kxfer_pool *kxfer_pool_use(const char *name)
 		ret = -ENOENT;
 		goto out_unlock;
 	}
-	ret = kxfer_pool_check_access(pool);
+	/* A process's own memory is attached by that process alone. */
+	ret = pool->kp_kind == KXFER_POOL_KIND_KERNEL ?
+	      kxfer_pool_check_access(pool) : -EACCES;
 	if (ret)
 		goto out_unlock;
 	kref_get(&pool->kp_ref);
@@ -488,6 +615,24 @@ void kxfer_pool_unuse(struct kxfer_pool *pool)
 {
 	mutex_lock(&kxfer_obj_mutex);
 	pool->kp_users--;
+	mutex_unlock(&kxfer_obj_mutex);
+	kxfer_pool_put(pool);
+}
+
+/**
+ * kxfer_pool_disown - end a pool over a process's memory
+ * @pool: a USER or DMABUF pool, whose owner's attachment is gone
+ *
+ * Its exports are withdrawn first (LOCAL_INV on every session, before
+ * this returns), then the pool leaves the namespace.  The memory is
+ * given back when jobs in flight drop their references.  May sleep.
+ */
+void kxfer_pool_disown(struct kxfer_pool *pool)
+{
+	kxfer_exports_withdraw_pool(pool);
+	mutex_lock(&kxfer_obj_mutex);
+	pool->kp_deleted = true;
+	kxfer_nl_notify_pool(pool, false);
 	mutex_unlock(&kxfer_obj_mutex);
 	kxfer_pool_put(pool);
 }

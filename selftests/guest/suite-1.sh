@@ -214,6 +214,43 @@ t_pool_survives_device_removal() {
 	"$KXFER_TOP/selftests/pool_test" -r kxfer.shared_between_processes
 }
 
+# --- pools over a process's own memory (upool_test) -------------------------
+#
+# upool_test reaches its own user pools through a session of this node to
+# itself: "uself" (2 QPs), with the kernel pool "usrc" exported as
+# "usrc-x" for the other side of each transfer.
+
+_upool_peer_up() {
+	kxferctl -j peer show uself 2>/dev/null | jq -e '.[0].state == "up" and
+		(.[0].remote_exports | map(.name) | index("usrc-x")) != null' >/dev/null
+}
+
+_upool_no_peers() {
+	[ "$(kxferctl -j peer show | jq length)" = 0 ]
+}
+
+t_upool_setup() {
+	kxferctl pool add usrc size 4M mode 0666
+	kxferctl export add usrc-x pool usrc access read,write,atomic
+	kxferctl listen "$KXFER_SELF_ADDR" allow "$KXFER_SELF_ADDR/32"
+	kxferctl peer add uself "$KXFER_SELF_ADDR" qps 2
+	busywait 20000 _upool_peer_up
+}
+
+t_upool_cleanup() {
+	local j
+
+	kxferctl peer del uself
+	busywait 15000 _upool_no_peers
+	kxferctl listen del "$KXFER_SELF_ADDR"
+	kxferctl export del usrc-x
+	kxferctl pool del usrc
+	# Nothing of a process's memory is left pinned or exported.
+	j=$(kxferctl -j pool show)
+	echo "$j" | jq -e 'map(select(.kind != "kernel")) | length == 0' >/dev/null
+	kxferctl -j export show | jq -e 'map(select(.pid != null)) | length == 0' >/dev/null
+}
+
 t_resources_clean() {
 	# No QP, MR, CQ or PD of kxfer's is left behind.
 	local r
@@ -250,6 +287,9 @@ ktest dev_remove_add_monitor t_dev_remove_add_monitor
 # Hostile input and local security (fuzz.sh); the ioctl fuzzer ends with
 # an unload and a load of the module.
 ktap_run "$KXFER_TOP/selftests/sec_test"
+ktest upool_setup t_upool_setup
+ktap_run "$KXFER_TOP/selftests/upool_test"
+ktest upool_cleanup t_upool_cleanup
 ktest fuzz_nl t_fuzz_nl
 ktest fuzz_ioctl t_fuzz_ioctl
 ktest rmmod_refused_while_open t_rmmod_refused_while_open

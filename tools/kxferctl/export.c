@@ -16,6 +16,7 @@ static const char *const export_attr_names[KXFER_A_EXPORT_MAX + 1] = {
 	[KXFER_A_EXPORT_ACCESS]	= "access",
 	[KXFER_A_EXPORT_PAD]	= "pad",
 	[KXFER_A_EXPORT_FROM]	= "from",
+	[KXFER_A_EXPORT_PID]	= "pid",
 };
 
 static const struct kx_attr_set export_set = {
@@ -32,6 +33,7 @@ static const struct nla_policy export_policy[KXFER_A_EXPORT_MAX + 1] = {
 	[KXFER_A_EXPORT_PEER]	= { .type = NLA_STRING },
 	[KXFER_A_EXPORT_ACCESS]	= { .type = NLA_U32 },
 	[KXFER_A_EXPORT_FROM]	= { .type = NLA_NESTED },
+	[KXFER_A_EXPORT_PID]	= { .type = NLA_U32 },
 };
 
 static void export_help(FILE *fp)
@@ -92,6 +94,9 @@ int export_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 		out_str("from", from);
 	if (tb[KXFER_A_EXPORT_ACCESS])
 		out_access(nla_get_u32(tb[KXFER_A_EXPORT_ACCESS]));
+	/* made by a process through /dev/kxfer, not by kxferctl */
+	if (tb[KXFER_A_EXPORT_PID])
+		out_u64("pid", nla_get_u32(tb[KXFER_A_EXPORT_PID]));
 	out_end_obj();
 	return 0;
 }

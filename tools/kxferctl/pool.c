@@ -24,6 +24,9 @@ static const char *const pool_attr_names[KXFER_A_POOL_MAX + 1] = {
 	[KXFER_A_POOL_ALLOC_NS]		= "alloc-ns",
 	[KXFER_A_POOL_MAP_NS]		= "map-ns",
 	[KXFER_A_POOL_PAD]		= "pad",
+	[KXFER_A_POOL_KIND]		= "kind",
+	[KXFER_A_POOL_PID]		= "pid",
+	[KXFER_A_POOL_COMM]		= "comm",
 };
 
 static const struct kx_attr_set pool_set = {
@@ -48,7 +51,24 @@ static const struct nla_policy pool_policy[KXFER_A_POOL_MAX + 1] = {
 	[KXFER_A_POOL_DEVICE]		= { .type = NLA_NESTED },
 	[KXFER_A_POOL_ALLOC_NS]		= { .type = NLA_U64 },
 	[KXFER_A_POOL_MAP_NS]		= { .type = NLA_U64 },
+	[KXFER_A_POOL_KIND]		= { .type = NLA_U32 },
+	[KXFER_A_POOL_PID]		= { .type = NLA_U32 },
+	[KXFER_A_POOL_COMM]		= { .type = NLA_STRING },
 };
+
+static const char *pool_kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case KXFER_POOL_KIND_KERNEL:
+		return "kernel";
+	case KXFER_POOL_KIND_USER:
+		return "user";
+	case KXFER_POOL_KIND_DMABUF:
+		return "dmabuf";
+	default:
+		return "unknown";
+	}
+}
 
 static const struct nla_policy chunk_policy[KXFER_A_CHUNK_MAX + 1] = {
 	[KXFER_A_CHUNK_SIZE]		= { .type = NLA_U64 },
@@ -174,6 +194,13 @@ int pool_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 	out_name("pool", nla_get_string(tb[KXFER_A_POOL_NAME]));
 	if (tb[KXFER_A_POOL_SIZE])
 		out_bytes("size", nla_get_u64(tb[KXFER_A_POOL_SIZE]));
+	if (tb[KXFER_A_POOL_KIND])
+		out_str("kind", pool_kind_name(nla_get_u32(tb[KXFER_A_POOL_KIND])));
+	/* a pool of a process's own memory: which process */
+	if (tb[KXFER_A_POOL_PID])
+		out_u64("pid", nla_get_u32(tb[KXFER_A_POOL_PID]));
+	if (tb[KXFER_A_POOL_COMM])
+		out_str("comm", nla_get_string(tb[KXFER_A_POOL_COMM]));
 	if (tb[KXFER_A_POOL_OWNER])
 		out_u64("owner", nla_get_u32(tb[KXFER_A_POOL_OWNER]));
 	if (tb[KXFER_A_POOL_GROUP])

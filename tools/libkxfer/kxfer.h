@@ -146,6 +146,110 @@ int kxfer_pool_attach(struct kxfer *kx, const char *name,
 int kxfer_pool_detach(struct kxfer *kx, struct kxfer_pool_map *map);
 
 /**
+ * kxfer_pool_register() - make a pool of memory the caller already has
+ * @kx: the context; the pool belongs to it
+ * @name: the pool's name, unique among pools, 1..KXFER_NAME_MAX - 1
+ *	characters
+ * @addr: the memory, page aligned (malloc()ed memory rarely is: use
+ *	mmap(2), posix_memalign() or aligned_alloc() with the page size)
+ * @len: its bytes, a non-zero multiple of the page size
+ * @handle: out, the pool's handle: struct kxfer_job.pool, and
+ *	kxfer_export_add()'s pool; local offset o is at (char *)addr + o
+ *
+ * KXFER_IOC_POOL_USER: the kernel pins the pages (charged to
+ * RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK) and uses them in
+ * place, without a copy.  Keep the memory mapped while the pool exists;
+ * kxfer_pool_unregister() or kxfer_close() ends the pool, and with it
+ * its exports.
+ *
+ * Return: 0; -EINVAL (name, alignment, length), -ENAMETOOLONG, -EEXIST
+ * (name in use), -EFAULT (not all mapped), -EACCES (not all writable),
+ * -EOPNOTSUPP (I/O or DAX memory), -ENOMEM (RLIMIT_MEMLOCK), -ENOSPC
+ * (the module's pool_mem_max or user_pool_mem_max), -EPERM (the
+ * administrator forbids pools of user memory), -EMFILE.
+ */
+int kxfer_pool_register(struct kxfer *kx, const char *name, void *addr,
+			uint64_t len, uint32_t *handle);
+
+/**
+ * kxfer_pool_register_dmabuf() - make a pool of a dma-buf
+ * @kx: the context; the pool belongs to it
+ * @name: as kxfer_pool_register()'s
+ * @fd: the dma-buf (GPU memory exported as a dma-buf, a udmabuf, a
+ *	dma-heap buffer); it may be closed once this returns
+ * @offset: first byte of the buffer, page aligned
+ * @len: bytes, a non-zero multiple of the page size, within the buffer
+ * @dev: NULL or "" to use the buffer's pages on every device; the name of
+ *	an RDMA device that does DMA to import it for that device only (GPU
+ *	memory, which has no pages)
+ * @handle: out, as kxfer_pool_register()'s
+ *
+ * Return: 0; -EBADF, -EINVAL (not a dma-buf, a range beyond it, name,
+ * alignment), -ENAMETOOLONG, -ENODEV (no such device), -EOPNOTSUPP (the
+ * buffer has no pages and the device cannot do DMA: see the kernel log),
+ * -EEXIST, -ENOSPC, -EPERM, -EMFILE as kxfer_pool_register().
+ */
+int kxfer_pool_register_dmabuf(struct kxfer *kx, const char *name, int fd,
+			       uint64_t offset, uint64_t len, const char *dev,
+			       uint32_t *handle);
+
+/**
+ * kxfer_pool_unregister() - end a pool made by kxfer_pool_register() or
+ *	kxfer_pool_register_dmabuf()
+ * @kx: the context
+ * @handle: the pool's handle
+ *
+ * Its exports are withdrawn first: every peer's key is invalid when this
+ * returns.  The kernel gives the memory back once the jobs in flight on
+ * the pool are done.
+ *
+ * Return: 0; -ENOENT (no such handle).
+ */
+int kxfer_pool_unregister(struct kxfer *kx, uint32_t handle);
+
+/**
+ * kxfer_export_add() - export a range of a pool the context made
+ * @kx: the context
+ * @e: the export, filled with kxfer_export_init() and then, to scope it
+ *	to addresses, its from_* fields
+ *
+ * KXFER_IOC_EXPORT_ADD: peers whose session matches see it under
+ * @e->name (kxfer_remote_lookup() on their side).
+ *
+ * Return: 0; -EINVAL, -ENOENT (no such pool), -EPERM (the context did
+ * not make the pool, or the administrator forbids it), -ERANGE, -EEXIST.
+ */
+int kxfer_export_add(struct kxfer *kx, const struct kxfer_export_add *e);
+
+/**
+ * kxfer_export_init() - fill an export, every other field zero
+ * @e: the export
+ * @name: its name, 1..KXFER_NAME_MAX - 1 characters
+ * @pool: the pool's handle
+ * @offset: first byte in the pool
+ * @len: bytes
+ * @peer: the one peer session allowed, or NULL for any
+ * @access: KXFER_ACCESS_* bits
+ *
+ * Return: 0; -EINVAL, -ENAMETOOLONG.
+ */
+int kxfer_export_init(struct kxfer_export_add *e, const char *name,
+		      uint32_t pool, uint64_t offset, uint64_t len,
+		      const char *peer, uint32_t access);
+
+/**
+ * kxfer_export_del() - withdraw an export the context made
+ * @kx: the context
+ * @name: the export's name
+ *
+ * Every peer's key is invalid when this returns.
+ *
+ * Return: 0; -EINVAL, -ENAMETOOLONG, -ENOENT, -EPERM (not this
+ * context's).
+ */
+int kxfer_export_del(struct kxfer *kx, const char *name);
+
+/**
  * kxfer_peer_lookup() - find a peer session by name
  * @kx: the context
  * @name: the peer's name (kxferctl peer show)

@@ -126,6 +126,88 @@ static int kx_detach(struct kxfer *kx, uint32_t handle)
 	return kx_ioctl(kx->kx_fd, KXFER_IOC_POOL_DETACH, &d);
 }
 
+KX_EXPORT int kxfer_pool_register(struct kxfer *kx, const char *name,
+				  void *addr, uint64_t len, uint32_t *handle)
+{
+	struct kxfer_pool_user u = { .addr = (uintptr_t)addr, .len = len };
+	int ret;
+
+	if (!handle)
+		return -EINVAL;
+	ret = kx_name(u.name, name);
+	if (!ret)
+		ret = kx_ioctl(kx->kx_fd, KXFER_IOC_POOL_USER, &u);
+	if (!ret)
+		*handle = u.handle;
+	return ret;
+}
+
+KX_EXPORT int kxfer_pool_register_dmabuf(struct kxfer *kx, const char *name,
+					 int fd, uint64_t offset,
+					 uint64_t len, const char *dev,
+					 uint32_t *handle)
+{
+	struct kxfer_pool_dmabuf d = { .fd = fd, .offset = offset,
+				       .len = len };
+	int ret;
+
+	if (!handle)
+		return -EINVAL;
+	if (dev && strlen(dev) >= sizeof(d.dev))
+		return -ENAMETOOLONG;
+	if (dev)
+		strcpy(d.dev, dev);
+	ret = kx_name(d.name, name);
+	if (!ret)
+		ret = kx_ioctl(kx->kx_fd, KXFER_IOC_POOL_DMABUF, &d);
+	if (!ret)
+		*handle = d.handle;
+	return ret;
+}
+
+KX_EXPORT int kxfer_pool_unregister(struct kxfer *kx, uint32_t handle)
+{
+	return kx_detach(kx, handle);
+}
+
+KX_EXPORT int kxfer_export_init(struct kxfer_export_add *e, const char *name,
+				uint32_t pool, uint64_t offset, uint64_t len,
+				const char *peer, uint32_t access)
+{
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	ret = kx_name(e->name, name);
+	if (ret)
+		return ret;
+	if (peer && peer[0]) {
+		ret = kx_name(e->peer, peer);
+		if (ret)
+			return ret;
+	}
+	e->pool = pool;
+	e->offset = offset;
+	e->len = len;
+	e->access = access;
+	return 0;
+}
+
+KX_EXPORT int kxfer_export_add(struct kxfer *kx,
+			       const struct kxfer_export_add *e)
+{
+	struct kxfer_export_add copy = *e;
+
+	return kx_ioctl(kx->kx_fd, KXFER_IOC_EXPORT_ADD, &copy);
+}
+
+KX_EXPORT int kxfer_export_del(struct kxfer *kx, const char *name)
+{
+	struct kxfer_export_del d = { .flags = 0 };
+	int ret = kx_name(d.name, name);
+
+	return ret ? ret : kx_ioctl(kx->kx_fd, KXFER_IOC_EXPORT_DEL, &d);
+}
+
 KX_EXPORT int kxfer_pool_attach(struct kxfer *kx, const char *name,
 				struct kxfer_pool_map *out)
 {

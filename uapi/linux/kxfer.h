@@ -64,6 +64,9 @@ struct kxfer_query {
 #define KXFER_FEAT_POOLS	(1ULL << 0)
 #define KXFER_FEAT_JOBS		(1ULL << 1)	/* WRITE and READ jobs */
 #define KXFER_FEAT_NOTIFY	(1ULL << 2)	/* KXFER_JOB_NOTIFY */
+/* KXFER_IOC_POOL_USER, KXFER_IOC_EXPORT_ADD and KXFER_IOC_EXPORT_DEL */
+#define KXFER_FEAT_USER_POOLS	(1ULL << 3)
+#define KXFER_FEAT_DMABUF_POOLS	(1ULL << 4)	/* KXFER_IOC_POOL_DMABUF */
 
 /**
  * struct kxfer_pool_attach - KXFER_IOC_POOL_ATTACH: attach a pool by name
@@ -310,6 +313,148 @@ struct kxfer_reap {
 	__u64 reserved[2];
 };
 
+/**
+ * struct kxfer_pool_user - KXFER_IOC_POOL_USER: make a pool of the
+ *	caller's own memory
+ * @name: in, the pool's name, unique among pools, NUL-terminated
+ * @flags: in, must be 0
+ * @handle: out, an attachment handle of this file (struct kxfer_job.pool,
+ *	KXFER_IOC_EXPORT_ADD); KXFER_IOC_POOL_DETACH ends the pool
+ * @addr: in, the range's start in the caller's address space, page
+ *	aligned; pool offset 0 is this address
+ * @len: in, bytes, a non-zero multiple of the page size
+ * @reserved: must be 0
+ *
+ * The pages are pinned long-term (FOLL_LONGTERM | FOLL_WRITE) and
+ * charged to the caller's RLIMIT_MEMLOCK (its mm's pinned_vm) unless it
+ * has CAP_IPC_LOCK, and to the module's pool_mem_max and
+ * user_pool_mem_max.  The pool belongs to this open file: no other file
+ * can attach it, "pool del" refuses it, and it ends (its exports
+ * withdrawn first) at KXFER_IOC_POOL_DETACH or when the file is closed.
+ * The pages are given back, marked dirty, once the jobs in flight on the
+ * pool are done.  Pinned pages stay the caller's after fork(2): the
+ * kernel copies pinned anonymous pages for the child at fork, so the
+ * parent keeps the very pages the NIC uses.  The pool is not mmap(2)ed
+ * through /dev/kxfer: the caller has it mapped already.
+ *
+ * Errors: EINVAL (flags, reserved, name, alignment, length), EEXIST
+ * (name in use), EFAULT (part of the range is not mapped), EACCES (part
+ * is not writable), EOPNOTSUPP (part cannot be pinned long-term: I/O or
+ * PFN mappings, file-backed DAX), ENOMEM (RLIMIT_MEMLOCK, or memory),
+ * ENOSPC (pool_mem_max or user_pool_mem_max), EPERM (user pools are
+ * forbidden: user_pool_mem_max is 0), EMFILE (max_pools_per_fd).
+ */
+struct kxfer_pool_user {
+	char  name[KXFER_NAME_MAX];
+	__u32 flags;
+	__u32 handle;
+	__u64 addr;
+	__u64 len;
+	__u64 reserved[2];
+};
+
+/* RDMA device names, as in ib_core */
+#define KXFER_DEV_NAME_MAX	64
+
+/**
+ * struct kxfer_pool_dmabuf - KXFER_IOC_POOL_DMABUF: make a pool of a
+ *	dma-buf (GPU memory, udmabuf, a dma-heap buffer)
+ * @name: in, the pool's name, unique among pools, NUL-terminated
+ * @flags: in, must be 0
+ * @handle: out, as struct kxfer_pool_user's
+ * @fd: in, the dma-buf's file descriptor; the pool holds its own
+ *	reference, so the descriptor may be closed afterwards
+ * @pad: must be 0
+ * @offset: in, first byte of the buffer, page aligned
+ * @len: in, bytes, a non-zero multiple of the page size, within the
+ *	buffer
+ * @dev: in, "" to import the buffer's pages (the exporter must have
+ *	them: udmabuf, dma-heaps) for every device; or the name of an RDMA
+ *	device that does DMA, to import the buffer for that device only
+ *	(pinned, through ib_core: device memory of a GPU)
+ * @reserved: must be 0
+ *
+ * Ownership, accounting (but for RLIMIT_MEMLOCK: the exporter owns the
+ * memory) and lifetime as for KXFER_IOC_POOL_USER.
+ *
+ * Errors: EINVAL (flags, pad, reserved, name, alignment, a range beyond
+ * the buffer, a device name that is not NUL-terminated), EBADF (@fd is
+ * not open), EINVAL (@fd is not a dma-buf), ENODEV (no such device),
+ * EOPNOTSUPP (the buffer has no pages to import for a device without
+ * DMA, such as soft-RoCE; the kernel log says why), EEXIST, ENOSPC,
+ * EPERM, EMFILE, ENOMEM as for KXFER_IOC_POOL_USER.
+ */
+struct kxfer_pool_dmabuf {
+	char  name[KXFER_NAME_MAX];
+	__u32 flags;
+	__u32 handle;
+	__s32 fd;
+	__u32 pad;
+	__u64 offset;
+	__u64 len;
+	char  dev[KXFER_DEV_NAME_MAX];
+	__u64 reserved[2];
+};
+
+/**
+ * struct kxfer_export_add - KXFER_IOC_EXPORT_ADD: export a range of a
+ *	pool this file made (KXFER_IOC_POOL_USER, KXFER_IOC_POOL_DMABUF)
+ * @name: in, the export's name, unique among exports, NUL-terminated:
+ *	what peers look it up by
+ * @pool: in, the pool's handle
+ * @access: in, KXFER_ACCESS_* bits, at least one
+ * @offset: in, first byte in the pool
+ * @len: in, bytes, > 0; the range must lie inside the pool
+ * @peer: in, the one peer session name allowed, or "" for any
+ * @from_family: in, 0 for any address, else AF_INET or AF_INET6: the
+ *	peer must connect from @from_addr/@from_prefix
+ * @from_prefix: in, the prefix length in bits
+ * @from_addr: in, 4 (AF_INET) or 16 bytes, network order
+ * @reserved: must be 0
+ *
+ * As `kxferctl export add`, scoped the same way; sessions stay the
+ * administrator's.  The export ends with KXFER_IOC_EXPORT_DEL, when its
+ * pool ends, or when the administrator deletes it (`kxferctl export
+ * del`); every session invalidates its keys before any of these returns.
+ *
+ * Errors: EINVAL (flags, reserved, name, access, empty range, family or
+ * prefix), ENOENT (no such pool handle), EPERM (the pool was not made by
+ * this file, or user_exports is off), ERANGE (range outside the pool),
+ * EEXIST (name in use), ENOMEM.
+ */
+struct kxfer_export_add {
+	char  name[KXFER_NAME_MAX];
+	__u32 pool;
+	__u32 access;
+	__u64 offset;
+	__u64 len;
+	char  peer[KXFER_NAME_MAX];
+	__u32 flags;
+	__u16 from_family;
+	__u8  from_prefix;
+	__u8  pad;
+	__u8  from_addr[16];
+	__u64 reserved[2];
+};
+
+/**
+ * struct kxfer_export_del - KXFER_IOC_EXPORT_DEL: withdraw an export
+ *	this file made
+ * @name: in, the export's name, NUL-terminated
+ * @flags: in, must be 0
+ * @reserved0: must be 0
+ * @reserved: must be 0
+ *
+ * Errors: EINVAL, ENOENT (no such export), EPERM (another file or the
+ * administrator made it).
+ */
+struct kxfer_export_del {
+	char  name[KXFER_NAME_MAX];
+	__u32 flags;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
 /*
  * Every pool attached by one open file owns a window of the file's mmap
  * offset space, KXFER_MMAP_WINDOW bytes wide, at handle * window.
@@ -328,6 +473,10 @@ struct kxfer_reap {
 	_IOWR(KXFER_IOC_MAGIC, 0x07, struct kxfer_notify_sub)
 #define KXFER_IOC_NOTIFY_UNSUBSCRIBE \
 	_IOW(KXFER_IOC_MAGIC, 0x08, struct kxfer_notify_sub)
+#define KXFER_IOC_POOL_USER	_IOWR(KXFER_IOC_MAGIC, 0x09, struct kxfer_pool_user)
+#define KXFER_IOC_POOL_DMABUF	_IOWR(KXFER_IOC_MAGIC, 0x0a, struct kxfer_pool_dmabuf)
+#define KXFER_IOC_EXPORT_ADD	_IOW(KXFER_IOC_MAGIC, 0x0b, struct kxfer_export_add)
+#define KXFER_IOC_EXPORT_DEL	_IOW(KXFER_IOC_MAGIC, 0x0c, struct kxfer_export_del)
 
 /* ---------------------------------------------------------------------- */
 /* Generic netlink family                                                  */
@@ -405,12 +554,26 @@ enum {
 	KXFER_A_POOL_ALLOC_NS,		/* u64, time to allocate and zero */
 	KXFER_A_POOL_MAP_NS,		/* u64, time to DMA-map, all devices */
 	KXFER_A_POOL_PAD,
+	KXFER_A_POOL_KIND,		/* u32, enum kxfer_pool_kind */
+	KXFER_A_POOL_PID,		/* u32, USER, DMABUF: the owner process */
+	KXFER_A_POOL_COMM,		/* string, USER, DMABUF: its command */
 
 	__KXFER_A_POOL_MAX,
 	KXFER_A_POOL_MAX = __KXFER_A_POOL_MAX - 1
 };
 
-/* attribute-set "chunk": how many chunks of one size a pool holds */
+/* Where a pool's memory comes from (KXFER_A_POOL_KIND) */
+enum kxfer_pool_kind {
+	KXFER_POOL_KIND_KERNEL,	/* allocated by kxfer: kxferctl pool add */
+	KXFER_POOL_KIND_USER,	/* a process's own pages: KXFER_IOC_POOL_USER */
+	KXFER_POOL_KIND_DMABUF,	/* a dma-buf: KXFER_IOC_POOL_DMABUF */
+};
+
+/*
+ * attribute-set "chunk": how many chunks of one size class a pool holds
+ * (a kernel pool's chunks are exactly that size, a process's pool's are
+ * at least that size and below twice it)
+ */
 enum {
 	KXFER_A_CHUNK_UNSPEC,
 	KXFER_A_CHUNK_SIZE,		/* u64, bytes */
@@ -443,6 +606,8 @@ enum {
 	KXFER_A_EXPORT_ACCESS,		/* u32, KXFER_ACCESS_* */
 	KXFER_A_EXPORT_PAD,
 	KXFER_A_EXPORT_FROM,		/* nest "prefix"; absent: any address */
+	/* u32, made by this process through /dev/kxfer; absent: kxferctl */
+	KXFER_A_EXPORT_PID,
 
 	__KXFER_A_EXPORT_MAX,
 	KXFER_A_EXPORT_MAX = __KXFER_A_EXPORT_MAX - 1

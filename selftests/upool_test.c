@@ -1,0 +1,997 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kxfer selftest: pools over memory the process already has
+ * (KXFER_IOC_POOL_USER, KXFER_IOC_POOL_DMABUF) and their exports
+ * (KXFER_IOC_EXPORT_ADD, KXFER_IOC_EXPORT_DEL).
+ *
+ * Runs as root in one guest with kxfer.ko loaded, kxferctl on PATH, and
+ * what suite-1.sh's t_upool sets up: a session "uself" of this node to
+ * itself (2 QPs, rxe loopback), a kernel pool "usrc" (4 MiB, mode 0666)
+ * exported as "usrc-x" (read, write, atomic).  Peers reach the user
+ * pools through that session: every byte the NIC moves is checked in
+ * the owner's own mapping.  Every invalid input is checked alone, with
+ * its exact errno, and changes nothing (the module's pinned bytes stay).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/dma-heap.h>
+#include <linux/udmabuf.h>
+
+#include <linux/kxfer.h>
+
+#include "kselftest_harness.h"
+
+#define PEER		"uself"
+#define SRC_POOL	"usrc"
+#define SRC_EXPORT	"usrc-x"
+#define SRC_SIZE	(4UL << 20)
+#define NOBODY		65534
+#define PG		4096UL
+
+static int run(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+}
+
+static int set_param(const char *name, const char *val)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/sys/module/kxfer/parameters/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	ret = fputs(val, f) < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+static uint64_t pool_mem_used(int fd)
+{
+	struct kxfer_query q = { 0 };
+
+	if (ioctl(fd, KXFER_IOC_QUERY, &q))
+		return ~0ULL;
+	return q.pool_mem_used;
+}
+
+/* VmPin of this process, in kB, or -1. */
+static long vm_pin_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+static void user_args(struct kxfer_pool_user *u, const char *name, void *addr,
+		      uint64_t len)
+{
+	memset(u, 0, sizeof(*u));
+	strncpy(u->name, name, sizeof(u->name) - 1);
+	u->addr = (uintptr_t)addr;
+	u->len = len;
+	u->handle = 0xcccccccc;
+}
+
+static int reg_user(int fd, const char *name, void *addr, uint64_t len,
+		    uint32_t *handle)
+{
+	struct kxfer_pool_user u;
+	int ret;
+
+	user_args(&u, name, addr, len);
+	ret = ioctl(fd, KXFER_IOC_POOL_USER, &u);
+	if (!ret && handle)
+		*handle = u.handle;
+	return ret ? -errno : 0;
+}
+
+static void export_args(struct kxfer_export_add *e, const char *name,
+			uint32_t pool, uint64_t off, uint64_t len,
+			uint32_t access)
+{
+	memset(e, 0, sizeof(*e));
+	strncpy(e->name, name, sizeof(e->name) - 1);
+	e->pool = pool;
+	e->offset = off;
+	e->len = len;
+	e->access = access;
+}
+
+static int export_add(int fd, const char *name, uint32_t pool, uint64_t off,
+		      uint64_t len, uint32_t access)
+{
+	struct kxfer_export_add e;
+
+	export_args(&e, name, pool, off, len, access);
+	return ioctl(fd, KXFER_IOC_EXPORT_ADD, &e) ? -errno : 0;
+}
+
+static int export_del(int fd, const char *name)
+{
+	struct kxfer_export_del d;
+
+	memset(&d, 0, sizeof(d));
+	strncpy(d.name, name, sizeof(d.name) - 1);
+	return ioctl(fd, KXFER_IOC_EXPORT_DEL, &d) ? -errno : 0;
+}
+
+static int detach(int fd, uint32_t handle)
+{
+	struct kxfer_pool_detach d = { .handle = handle };
+
+	return ioctl(fd, KXFER_IOC_POOL_DETACH, &d) ? -errno : 0;
+}
+
+static int peer_lookup(int fd, uint32_t *handle)
+{
+	struct kxfer_peer_lookup p;
+
+	memset(&p, 0, sizeof(p));
+	strcpy(p.name, PEER);
+	if (ioctl(fd, KXFER_IOC_PEER_LOOKUP, &p))
+		return -errno;
+	*handle = p.handle;
+	return 0;
+}
+
+/*
+ * The remote export as the session learned it, waiting up to 20 s for
+ * the advertisement (and for the session, which a withdrawn export
+ * under traffic may have sent through a reconnect).
+ */
+static int remote_wait(int fd, uint32_t peer, const char *name,
+		       struct kxfer_remote_lookup *r)
+{
+	uint64_t end = now_ms() + 20000;
+	int ret;
+
+	do {
+		memset(r, 0, sizeof(*r));
+		r->peer = peer;
+		strncpy(r->name, name, sizeof(r->name) - 1);
+		ret = ioctl(fd, KXFER_IOC_REMOTE_LOOKUP, r) ? -errno : 0;
+		if (!ret)
+			return 0;
+		usleep(20000);
+	} while (now_ms() < end);
+	return ret;
+}
+
+/* Until the remote export is gone from the session's table. */
+static int remote_gone(int fd, uint32_t peer, const char *name)
+{
+	struct kxfer_remote_lookup r;
+	uint64_t end = now_ms() + 20000;
+
+	do {
+		memset(&r, 0, sizeof(r));
+		r.peer = peer;
+		strncpy(r.name, name, sizeof(r.name) - 1);
+		if (ioctl(fd, KXFER_IOC_REMOTE_LOOKUP, &r) && errno == ENOENT)
+			return 0;
+		usleep(20000);
+	} while (now_ms() < end);
+	return -1;
+}
+
+static int submit(int fd, struct kxfer_job *jobs, unsigned int n)
+{
+	struct kxfer_submit s = { .jobs = (uintptr_t)jobs, .njobs = n };
+
+	if (ioctl(fd, KXFER_IOC_SUBMIT, &s))
+		return -errno;
+	return s.accepted == n ? 0 : s.error;
+}
+
+/* Reap exactly @n events within 20 s; how many came. */
+static int reap(int fd, struct kxfer_event *ev, unsigned int n)
+{
+	unsigned int got = 0;
+	uint64_t end = now_ms() + 20000;
+
+	while (got < n && now_ms() < end) {
+		struct kxfer_reap r = {
+			.events = (uintptr_t)(ev + got), .max = n - got,
+			.min = 1, .timeout_ns = 100000000,
+		};
+
+		if (ioctl(fd, KXFER_IOC_REAP, &r) && errno != EINTR)
+			return -errno;
+		got += r.count;
+	}
+	return got;
+}
+
+/* One job, its one completion; the event's status. */
+static int job_run(int fd, struct kxfer_job *job)
+{
+	struct kxfer_event ev;
+	int ret = submit(fd, job, 1);
+
+	if (ret)
+		return ret;
+	if (reap(fd, &ev, 1) != 1 || ev.type != KXFER_EV_COMPLETION ||
+	    ev.user_data != job->user_data)
+		return -EPROTO;
+	return ev.status;
+}
+
+static void job_init(struct kxfer_job *j, uint32_t op, uint32_t pool,
+		     uint32_t peer, uint32_t remote, struct kxfer_segment *segs,
+		     uint32_t nsegs, uint64_t user_data)
+{
+	memset(j, 0, sizeof(*j));
+	j->op = op;
+	j->pool = pool;
+	j->peer = peer;
+	j->remote = remote;
+	j->segs = (uintptr_t)segs;
+	j->nsegs = nsegs;
+	j->user_data = user_data;
+}
+
+static void fill(void *p, size_t len, uint32_t seed)
+{
+	uint32_t *w = p;
+	size_t i;
+
+	for (i = 0; i < len / 4; i++)
+		w[i] = seed * 2654435761u + (uint32_t)i;
+}
+
+static int check(const void *p, size_t len, uint32_t seed)
+{
+	const uint32_t *w = p;
+	size_t i;
+
+	for (i = 0; i < len / 4; i++)
+		if (w[i] != seed * 2654435761u + (uint32_t)i)
+			return -1;
+	return 0;
+}
+
+static void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* ---------------------------------------------------------------------- */
+
+FIXTURE(upool) {
+	int fd;
+	uint32_t peer;
+	uint32_t src;		/* usrc, attached */
+	uint8_t *src_map;
+	uint64_t used0;
+};
+
+FIXTURE_SETUP(upool)
+{
+	struct kxfer_pool_attach a;
+
+	self->fd = open("/dev/kxfer", O_RDWR);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, peer_lookup(self->fd, &self->peer));
+	memset(&a, 0, sizeof(a));
+	strcpy(a.name, SRC_POOL);
+	ASSERT_EQ(0, ioctl(self->fd, KXFER_IOC_POOL_ATTACH, &a));
+	self->src = a.handle;
+	self->src_map = mmap(NULL, SRC_SIZE, PROT_READ | PROT_WRITE,
+			     MAP_SHARED, self->fd, a.mmap_offset);
+	ASSERT_NE(MAP_FAILED, self->src_map);
+	self->used0 = pool_mem_used(self->fd);
+}
+
+FIXTURE_TEARDOWN(upool)
+{
+	munmap(self->src_map, SRC_SIZE);
+	close(self->fd);
+	set_param("user_pool_mem_max", "1099511627776");
+	set_param("user_exports", "Y");
+}
+
+TEST_F(upool, query_features)
+{
+	struct kxfer_query q = { 0 };
+
+	ASSERT_EQ(0, ioctl(self->fd, KXFER_IOC_QUERY, &q));
+	EXPECT_TRUE(q.features & KXFER_FEAT_USER_POOLS);
+	EXPECT_TRUE(q.features & KXFER_FEAT_DMABUF_POOLS);
+}
+
+/* Every bad argument alone, with its errno; nothing is pinned by any. */
+TEST_F(upool, register_refusals)
+{
+	size_t len = 64 * PG;
+	uint8_t *buf = map_anon(len), *ro, *hole;
+	struct kxfer_pool_user u;
+
+	ASSERT_NE(NULL, buf);
+	user_args(&u, "ubad", buf, len);
+	u.flags = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_POOL_USER, &u));
+	EXPECT_EQ(EINVAL, errno);
+	user_args(&u, "ubad", buf, len);
+	u.reserved[1] = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_POOL_USER, &u));
+	EXPECT_EQ(EINVAL, errno);
+	user_args(&u, "", buf, len);
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_POOL_USER, &u));
+	EXPECT_EQ(EINVAL, errno);
+	user_args(&u, "ubad", buf, len);
+	memset(u.name, 'x', sizeof(u.name));	/* no NUL */
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_POOL_USER, &u));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-EINVAL, reg_user(self->fd, "ubad", buf + 8, len - PG, NULL));
+	EXPECT_EQ(-EINVAL, reg_user(self->fd, "ubad", buf, 0, NULL));
+	EXPECT_EQ(-EINVAL, reg_user(self->fd, "ubad", buf, PG + 512, NULL));
+	EXPECT_EQ(-EINVAL, reg_user(self->fd, "ubad", (void *)-PG, 2 * PG,
+				    NULL));
+	/* The name of a kernel pool */
+	EXPECT_EQ(-EEXIST, reg_user(self->fd, SRC_POOL, buf, len, NULL));
+
+	/* A hole in the middle: nothing of it stays pinned */
+	hole = map_anon(3 * PG);
+	ASSERT_NE(NULL, hole);
+	ASSERT_EQ(0, munmap(hole + PG, PG));
+	EXPECT_EQ(-EFAULT, reg_user(self->fd, "ubad", hole, 3 * PG, NULL));
+	/* Not writable */
+	ro = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	EXPECT_EQ(-EACCES, reg_user(self->fd, "ubad", ro, len, NULL));
+
+	EXPECT_EQ(0, vm_pin_kb());
+	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
+	EXPECT_NE(0, run("kxferctl pool show ubad >/dev/null 2>&1"));
+	munmap(ro, len);
+	munmap(hole, PG);
+	munmap(hole + 2 * PG, PG);
+	munmap(buf, len);
+}
+
+/* The administrator's bounds */
+TEST_F(upool, admin_bounds)
+{
+	size_t len = 64 * PG;
+	uint8_t *buf = map_anon(len);
+	uint32_t h;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, set_param("user_pool_mem_max", "0"));
+	EXPECT_EQ(-EPERM, reg_user(self->fd, "ubound", buf, len, NULL));
+	ASSERT_EQ(0, set_param("user_pool_mem_max", "131072"));
+	EXPECT_EQ(-ENOSPC, reg_user(self->fd, "ubound", buf, len, NULL));
+	EXPECT_EQ(0, reg_user(self->fd, "ubound", buf, 32 * PG, &h));
+	EXPECT_EQ(-ENOSPC, reg_user(self->fd, "ubound2", buf + 32 * PG,
+				    32 * PG, NULL));
+	ASSERT_EQ(0, set_param("user_exports", "N"));
+	EXPECT_EQ(-EPERM, export_add(self->fd, "ubound-x", h, 0, PG,
+				     KXFER_ACCESS_WRITE));
+	ASSERT_EQ(0, set_param("user_exports", "Y"));
+	EXPECT_EQ(0, export_add(self->fd, "ubound-x", h, 0, PG,
+				KXFER_ACCESS_WRITE));
+	/* Its end ends the export too */
+	EXPECT_EQ(0, detach(self->fd, h));
+	EXPECT_NE(0, run("kxferctl export show ubound-x >/dev/null 2>&1"));
+	EXPECT_EQ(0, vm_pin_kb());
+	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
+	munmap(buf, len);
+}
+
+/* Child as nobody: RLIMIT_MEMLOCK of 64 KiB, no CAP_IPC_LOCK. */
+static int memlock_child(void)
+{
+	struct rlimit rl = { 64 * 1024, 64 * 1024 };
+	uint8_t *buf = map_anon(64 * PG);
+	uint32_t h;
+	int fd;
+
+	if (!buf || setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) ||
+	    setresgid(NOBODY, NOBODY, NOBODY) ||
+	    setresuid(NOBODY, NOBODY, NOBODY))
+		return 10;
+	fd = open("/dev/kxfer", O_RDWR);
+	if (fd < 0)
+		return 11;
+	if (reg_user(fd, "umemlock", buf, 64 * PG, NULL) != -ENOMEM)
+		return 12;
+	if (vm_pin_kb() != 0)
+		return 13;
+	if (reg_user(fd, "umemlock", buf, 16 * PG, &h))
+		return 14;
+	if (vm_pin_kb() != 64)
+		return 15;
+	/* 64 KiB is all the limit allows */
+	if (reg_user(fd, "umemlock2", buf + 16 * PG, PG, NULL) != -ENOMEM)
+		return 16;
+	if (detach(fd, h) || vm_pin_kb() != 0)
+		return 17;
+	/* Back to zero: the whole limit is there again */
+	if (reg_user(fd, "umemlock", buf, 16 * PG, &h))
+		return 18;
+	close(fd);
+	return vm_pin_kb() == 0 ? 0 : 19;
+}
+
+TEST_F(upool, memlock_limit)
+{
+	pid_t pid = fork();
+	int st;
+
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(memlock_child());
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
+	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
+}
+
+TEST_F(upool, export_refusals)
+{
+	uint8_t *buf = map_anon(16 * PG);
+	struct kxfer_pool_attach a;
+	struct kxfer_export_add e;
+	uint32_t h;
+	int fd2;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, reg_user(self->fd, "uexp", buf, 16 * PG, &h));
+	/* A kernel pool this file attached is not its to export */
+	EXPECT_EQ(-EPERM, export_add(self->fd, "uexp-x", self->src, 0, PG,
+				     KXFER_ACCESS_READ));
+	EXPECT_EQ(-ENOENT, export_add(self->fd, "uexp-x", 999, 0, PG,
+				      KXFER_ACCESS_READ));
+	EXPECT_EQ(-ENOENT, export_add(self->fd, "uexp-x", 0, 0, PG,
+				      KXFER_ACCESS_READ));
+	EXPECT_EQ(-EINVAL, export_add(self->fd, "uexp-x", h, 0, PG, 0));
+	EXPECT_EQ(-EINVAL, export_add(self->fd, "uexp-x", h, 0, PG, 1U << 7));
+	EXPECT_EQ(-EINVAL, export_add(self->fd, "uexp-x", h, 0, 0,
+				      KXFER_ACCESS_READ));
+	EXPECT_EQ(-ERANGE, export_add(self->fd, "uexp-x", h, 8 * PG, 9 * PG,
+				      KXFER_ACCESS_READ));
+	EXPECT_EQ(-ERANGE, export_add(self->fd, "uexp-x", h, -PG, 2 * PG,
+				      KXFER_ACCESS_READ));
+	EXPECT_EQ(-EEXIST, export_add(self->fd, SRC_EXPORT, h, 0, PG,
+				      KXFER_ACCESS_READ));
+	export_args(&e, "uexp-x", h, 0, PG, KXFER_ACCESS_READ);
+	e.flags = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
+	EXPECT_EQ(EINVAL, errno);
+	export_args(&e, "uexp-x", h, 0, PG, KXFER_ACCESS_READ);
+	e.reserved[0] = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
+	EXPECT_EQ(EINVAL, errno);
+	export_args(&e, "uexp-x", h, 0, PG, KXFER_ACCESS_READ);
+	e.from_family = 99;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
+	EXPECT_EQ(EINVAL, errno);
+	export_args(&e, "uexp-x", h, 0, PG, KXFER_ACCESS_READ);
+	e.from_family = AF_INET;
+	e.from_prefix = 33;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
+	EXPECT_EQ(EINVAL, errno);
+	export_args(&e, "uexp-x", h, 0, PG, KXFER_ACCESS_READ);
+	e.from_prefix = 8;	/* a length without a family */
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_NE(0, run("kxferctl export show uexp-x >/dev/null 2>&1"));
+
+	/* Scoped to an address: shown with it and the maker's pid */
+	export_args(&e, "uexp-x", h, 0, PG, KXFER_ACCESS_READ);
+	e.from_family = AF_INET;
+	e.from_prefix = 24;
+	e.from_addr[0] = 10;
+	e.from_addr[1] = 77;
+	e.from_addr[3] = 9;
+	ASSERT_EQ(0, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
+	EXPECT_EQ(0, run("kxferctl -j export show uexp-x | jq -e '.[0].from == \"10.77.0.0/24\" and .[0].pid == %d and .[0].pool == \"uexp\"' >/dev/null",
+			 getpid()));
+	EXPECT_EQ(-EPERM, export_del(self->fd, SRC_EXPORT));
+	EXPECT_EQ(-ENOENT, export_del(self->fd, "nosuch"));
+	EXPECT_EQ(0, export_del(self->fd, "uexp-x"));
+	EXPECT_EQ(-ENOENT, export_del(self->fd, "uexp-x"));
+	/* A process's pool is its own: nobody else attaches or deletes it */
+	EXPECT_EQ(0, run("kxferctl -j pool show uexp | jq -e '.[0].kind == \"user\" and .[0].pid == %d and .[0].comm != null' >/dev/null",
+			 getpid()));
+	EXPECT_NE(0, run("kxferctl pool del uexp 2>/dev/null"));
+	fd2 = open("/dev/kxfer", O_RDWR);
+	ASSERT_LE(0, fd2);
+	memset(&a, 0, sizeof(a));
+	strcpy(a.name, "uexp");
+	EXPECT_EQ(-1, ioctl(fd2, KXFER_IOC_POOL_ATTACH, &a));
+	EXPECT_EQ(EACCES, errno);
+	close(fd2);
+	/* ... nor is it mmap()ed through /dev/kxfer */
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, PG, PROT_READ, MAP_SHARED, self->fd,
+				   (off_t)h << KXFER_MMAP_WINDOW_SHIFT));
+	EXPECT_EQ(0, detach(self->fd, h));
+	munmap(buf, 16 * PG);
+}
+
+/* Writes, reads, atomics and a notification, into and out of user memory. */
+TEST_F(upool, transfers)
+{
+	size_t len = 512 * PG;	/* 2 MiB */
+	uint8_t *buf = map_anon(len), *orig = malloc(len);
+	struct kxfer_segment segs[3];
+	struct kxfer_remote_lookup r, rs;
+	struct kxfer_notify_sub sub;
+	struct kxfer_event ev[2];
+	struct kxfer_job job;
+	uint64_t v;
+	uint32_t h;
+	int i, n;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, orig);
+	fill(buf, len, 1);
+	memcpy(orig, buf, len);
+	ASSERT_EQ(0, reg_user(self->fd, "uxfer", buf, len, &h));
+	EXPECT_EQ(len / 1024, (size_t)vm_pin_kb());
+	ASSERT_EQ(0, export_add(self->fd, "uxfer-x", h, 0, len,
+				KXFER_ACCESS_ALL));
+	ASSERT_EQ(0, remote_wait(self->fd, self->peer, "uxfer-x", &r));
+	EXPECT_EQ(len, r.len);
+
+	/* WRITE: kernel pool -> user memory, three scattered segments */
+	fill(self->src_map, SRC_SIZE, 2);
+	segs[0] = (struct kxfer_segment){ 0, 100 * PG, 3 * PG };
+	segs[1] = (struct kxfer_segment){ 8 * PG, 10, 4000 };
+	segs[2] = (struct kxfer_segment){ 64 * PG, len - 64 * PG, 64 * PG };
+	job_init(&job, KXFER_OP_WRITE, self->src, self->peer, r.handle, segs,
+		 3, 1);
+	ASSERT_EQ(0, job_run(self->fd, &job));
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(0, memcmp(buf + segs[i].remote_off,
+				    self->src_map + segs[i].local_off,
+				    segs[i].len));
+	/* ... and nothing else */
+	EXPECT_EQ(0, memcmp(buf + 200 * PG, orig + 200 * PG, 100 * PG));
+	EXPECT_EQ(0, memcmp(buf, orig, 10));
+	EXPECT_EQ(0, memcmp(buf + 10 + 4000, orig + 10 + 4000, 100));
+
+	/* READ: user memory -> kernel pool */
+	fill(buf + 300 * PG, 16 * PG, 3);
+	segs[0] = (struct kxfer_segment){ SRC_SIZE - 16 * PG, 300 * PG,
+					  16 * PG };
+	job_init(&job, KXFER_OP_READ, self->src, self->peer, r.handle, segs,
+		 1, 2);
+	ASSERT_EQ(0, job_run(self->fd, &job));
+	EXPECT_EQ(0, check(self->src_map + SRC_SIZE - 16 * PG, 16 * PG, 3));
+
+	/* FADD and CAS on user memory; the old value lands locally */
+	memcpy(buf + 400 * PG, &(uint64_t){ 40 }, 8);
+	segs[0] = (struct kxfer_segment){ 0, 400 * PG, 8 };
+	job_init(&job, KXFER_OP_FADD, self->src, self->peer, r.handle, segs,
+		 1, 3);
+	job.compare_add = 2;
+	ASSERT_EQ(0, job_run(self->fd, &job));
+	memcpy(&v, buf + 400 * PG, 8);
+	EXPECT_EQ(42, v);
+	memcpy(&v, self->src_map, 8);
+	EXPECT_EQ(40, v);
+	job_init(&job, KXFER_OP_CAS, self->src, self->peer, r.handle, segs, 1,
+		 4);
+	job.compare_add = 42;
+	job.swap = 7;
+	ASSERT_EQ(0, job_run(self->fd, &job));
+	memcpy(&v, buf + 400 * PG, 8);
+	EXPECT_EQ(7, v);
+
+	/* The user pool as the local side: user memory -> kernel export */
+	ASSERT_EQ(0, remote_wait(self->fd, self->peer, SRC_EXPORT, &rs));
+	fill(buf, 32 * PG, 4);
+	segs[0] = (struct kxfer_segment){ 0, 64 * PG, 32 * PG };
+	job_init(&job, KXFER_OP_WRITE, h, self->peer, rs.handle, segs, 1, 5);
+	ASSERT_EQ(0, job_run(self->fd, &job));
+	EXPECT_EQ(0, check(self->src_map + 64 * PG, 32 * PG, 4));
+
+	/* NOTIFY into user memory: the owner subscribes to its export */
+	memset(&sub, 0, sizeof(sub));
+	strcpy(sub.export, "uxfer-x");
+	ASSERT_EQ(0, ioctl(self->fd, KXFER_IOC_NOTIFY_SUBSCRIBE, &sub));
+	fill(self->src_map, 8 * PG, 5);
+	segs[0] = (struct kxfer_segment){ 0, 500 * PG, 8 * PG };
+	job_init(&job, KXFER_OP_WRITE, self->src, self->peer, r.handle, segs,
+		 1, 6);
+	job.flags = KXFER_JOB_NOTIFY;
+	job.notify_value = 0x5eed;
+	ASSERT_EQ(0, submit(self->fd, &job, 1));
+	n = reap(self->fd, ev, 2);
+	ASSERT_EQ(2, n);
+	for (i = 0; i < 2; i++) {
+		if (ev[i].type == KXFER_EV_NOTIFY) {
+			EXPECT_EQ(0x5eed, ev[i].user_data);
+			EXPECT_EQ(8 * PG, ev[i].bytes);
+			EXPECT_EQ(sub.handle, ev[i].sub);
+			/* Visible once the notification is */
+			EXPECT_EQ(0, check(buf + 500 * PG, 8 * PG, 5));
+		} else {
+			EXPECT_EQ(KXFER_EV_COMPLETION, ev[i].type);
+			EXPECT_EQ(0, ev[i].status);
+		}
+	}
+	EXPECT_NE(ev[0].type, ev[1].type);
+
+	/* Withdrawn: the session forgets it, the pool goes, nothing pinned */
+	EXPECT_EQ(0, export_del(self->fd, "uxfer-x"));
+	EXPECT_EQ(0, remote_gone(self->fd, self->peer, "uxfer-x"));
+	EXPECT_EQ(0, detach(self->fd, h));
+	EXPECT_EQ(0, vm_pin_kb());
+	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
+	munmap(buf, len);
+	free(orig);
+}
+
+/*
+ * The kernel copies pinned anonymous pages for the child at fork: the
+ * parent keeps the pages the NIC uses, whatever the child writes.
+ */
+TEST_F(upool, fork_keeps_parent_view)
+{
+	size_t len = 16 * PG;
+	uint8_t *buf = map_anon(len);
+	struct kxfer_segment seg = { 0, 0, len };
+	struct kxfer_remote_lookup r;
+	struct kxfer_job job;
+	pid_t pid;
+	uint32_t h;
+	int st;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, reg_user(self->fd, "ufork", buf, len, &h));
+	ASSERT_EQ(0, export_add(self->fd, "ufork-x", h, 0, len,
+				KXFER_ACCESS_READ | KXFER_ACCESS_WRITE));
+	ASSERT_EQ(0, remote_wait(self->fd, self->peer, "ufork-x", &r));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		memset(buf, 0xee, len);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	/* The parent writes after the fork: its copy-on-write must not move it */
+	fill(buf, len, 6);
+	job_init(&job, KXFER_OP_READ, self->src, self->peer, r.handle, &seg,
+		 1, 1);
+	ASSERT_EQ(0, job_run(self->fd, &job));
+	EXPECT_EQ(0, check(self->src_map, len, 6));
+	fill(self->src_map, len, 7);
+	job.op = KXFER_OP_WRITE;
+	ASSERT_EQ(0, job_run(self->fd, &job));
+	EXPECT_EQ(0, check(buf, len, 7));
+	EXPECT_EQ(0, detach(self->fd, h));
+	munmap(buf, len);
+}
+
+#define INFLIGHT	64
+
+/* Jobs into the export of @owner_fd's pool, @n of 64 KiB each; 0 or errno. */
+static int push_many(int fd, uint32_t src, uint32_t peer, uint32_t remote,
+		     struct kxfer_segment *segs, struct kxfer_job *jobs)
+{
+	int i;
+
+	for (i = 0; i < INFLIGHT; i++) {
+		segs[i] = (struct kxfer_segment){ (i % 32) * 16 * PG,
+						  (i % 8) * 16 * PG, 16 * PG };
+		job_init(&jobs[i], KXFER_OP_WRITE, src, peer, remote,
+			 &segs[i], 1, 100 + i);
+	}
+	return submit(fd, jobs, INFLIGHT);
+}
+
+/* Each job exactly once: @ev holds @n events of jobs 100..100+n-1. */
+static int each_once(const struct kxfer_event *ev, int n)
+{
+	char seen[INFLIGHT] = { 0 };
+	int i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t k = ev[i].user_data - 100;
+
+		if (ev[i].type != KXFER_EV_COMPLETION || k >= INFLIGHT ||
+		    seen[k]++)
+			return -1;
+	}
+	return 0;
+}
+
+/* The owner unmaps its memory with writes into it in flight: all land. */
+TEST_F(upool, munmap_with_jobs_in_flight)
+{
+	size_t len = 128 * PG;
+	uint8_t *buf = map_anon(len);
+	struct kxfer_segment segs[INFLIGHT];
+	struct kxfer_job jobs[INFLIGHT];
+	struct kxfer_event ev[INFLIGHT + 1];
+	struct kxfer_remote_lookup r;
+	uint32_t h;
+	int i;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, reg_user(self->fd, "umunmap", buf, len, &h));
+	ASSERT_EQ(0, export_add(self->fd, "umunmap-x", h, 0, len,
+				KXFER_ACCESS_WRITE));
+	ASSERT_EQ(0, remote_wait(self->fd, self->peer, "umunmap-x", &r));
+	ASSERT_EQ(0, push_many(self->fd, self->src, self->peer, r.handle,
+			       segs, jobs));
+	ASSERT_EQ(0, munmap(buf, len));
+	ASSERT_EQ(INFLIGHT, reap(self->fd, ev, INFLIGHT));
+	EXPECT_EQ(0, each_once(ev, INFLIGHT));
+	for (i = 0; i < INFLIGHT; i++)
+		EXPECT_EQ(0, ev[i].status);
+	/* Still pinned: the pool is alive until its owner ends it */
+	EXPECT_EQ(len / 1024, (size_t)vm_pin_kb());
+	EXPECT_EQ(0, detach(self->fd, h));
+	EXPECT_EQ(0, vm_pin_kb());
+	EXPECT_EQ(0, reap(self->fd, ev, 0));
+}
+
+/*
+ * The owner dies with writes into its memory in flight: its export is
+ * withdrawn (LOCAL_INV) before its pages are let go, every job ends
+ * exactly once, and the module's pinned bytes come back.
+ */
+TEST_F(upool, owner_exit_with_jobs_in_flight)
+{
+	struct kxfer_segment segs[INFLIGHT];
+	struct kxfer_job jobs[INFLIGHT];
+	struct kxfer_event ev[INFLIGHT];
+	struct kxfer_remote_lookup r;
+	int ready[2], hold[2], n;
+	uint64_t end;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(hold));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		size_t len = 128 * PG;
+		uint8_t *buf = map_anon(len);
+		int fd = open("/dev/kxfer", O_RDWR);
+		uint32_t h;
+
+		if (!buf || fd < 0 || reg_user(fd, "uexit", buf, len, &h) ||
+		    export_add(fd, "uexit-x", h, 0, len, KXFER_ACCESS_WRITE))
+			_exit(1);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(2);
+		(void)read(hold[0], &c, 1);
+		_exit(0);
+	}
+	close(ready[1]);
+	close(hold[0]);
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	ASSERT_EQ(0, remote_wait(self->fd, self->peer, "uexit-x", &r));
+	ASSERT_EQ(0, push_many(self->fd, self->src, self->peer, r.handle,
+			       segs, jobs));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+
+	n = reap(self->fd, ev, INFLIGHT);
+	ASSERT_EQ(INFLIGHT, n);
+	EXPECT_EQ(0, each_once(ev, n));
+	EXPECT_EQ(0, reap(self->fd, ev, 0));
+	EXPECT_NE(0, run("kxferctl pool show uexit >/dev/null 2>&1"));
+	EXPECT_NE(0, run("kxferctl export show uexit-x >/dev/null 2>&1"));
+	end = now_ms() + 20000;
+	while (pool_mem_used(self->fd) != self->used0 && now_ms() < end)
+		usleep(20000);
+	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
+	/* The session may have gone through a reconnect: it comes back */
+	EXPECT_EQ(0, remote_wait(self->fd, self->peer, SRC_EXPORT, &r));
+	close(hold[1]);
+	close(ready[0]);
+}
+
+/* ---------------------------------------------------------------------- */
+/* dma-buf                                                                 */
+
+static int reg_dmabuf(int fd, const char *name, int dfd, uint64_t off,
+		      uint64_t len, const char *dev, uint32_t *handle)
+{
+	struct kxfer_pool_dmabuf d;
+
+	memset(&d, 0, sizeof(d));
+	strncpy(d.name, name, sizeof(d.name) - 1);
+	d.fd = dfd;
+	d.offset = off;
+	d.len = len;
+	if (dev)
+		strncpy(d.dev, dev, sizeof(d.dev) - 1);
+	d.handle = 0xcccccccc;
+	if (ioctl(fd, KXFER_IOC_POOL_DMABUF, &d))
+		return -errno;
+	if (handle)
+		*handle = d.handle;
+	return 0;
+}
+
+/* A udmabuf over a sealed memfd of @len bytes, mapped at *@map; or -1. */
+static int make_udmabuf(size_t len, uint8_t **map, int *memfd)
+{
+	struct udmabuf_create c = { 0 };
+	int dev, mfd, dfd;
+
+	dev = open("/dev/udmabuf", O_RDWR);
+	if (dev < 0)
+		return -1;
+	mfd = memfd_create("kxfer-udmabuf", MFD_ALLOW_SEALING);
+	if (mfd < 0 || ftruncate(mfd, len) ||
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK))
+		return -1;
+	c.memfd = mfd;
+	c.flags = UDMABUF_FLAGS_CLOEXEC;
+	c.size = len;
+	dfd = ioctl(dev, UDMABUF_CREATE, &c);
+	close(dev);
+	*map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (dfd < 0 || *map == MAP_FAILED)
+		return -1;
+	*memfd = mfd;
+	return dfd;
+}
+
+/* Refusals that need no dma-buf exporter (both kernels) */
+TEST_F(upool, dmabuf_refusals)
+{
+	struct kxfer_pool_dmabuf d;
+	int mfd = memfd_create("kxfer-notdmabuf", 0);
+
+	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, ftruncate(mfd, 16 * PG));
+	EXPECT_EQ(-EBADF, reg_dmabuf(self->fd, "udb", 999, 0, PG, NULL, NULL));
+	EXPECT_EQ(-EBADF, reg_dmabuf(self->fd, "udb", -1, 0, PG, NULL, NULL));
+	EXPECT_EQ(-EINVAL, reg_dmabuf(self->fd, "udb", mfd, 0, PG, NULL, NULL));
+	EXPECT_EQ(-EINVAL, reg_dmabuf(self->fd, "udb", mfd, 0, 0, NULL, NULL));
+	EXPECT_EQ(-EINVAL, reg_dmabuf(self->fd, "udb", mfd, 100, PG, NULL,
+				      NULL));
+	memset(&d, 0, sizeof(d));
+	strcpy(d.name, "udb");
+	d.fd = mfd;
+	d.len = PG;
+	d.pad = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_POOL_DMABUF, &d));
+	EXPECT_EQ(EINVAL, errno);
+	d.pad = 0;
+	memset(d.dev, 'x', sizeof(d.dev));	/* no NUL */
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_POOL_DMABUF, &d));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
+	close(mfd);
+}
+
+/* A udmabuf written by the peer, read back through its memfd (6.12). */
+TEST_F(upool, udmabuf_transfers)
+{
+	size_t len = 64 * PG;
+	struct kxfer_segment seg = { 0, 8 * PG, 32 * PG };
+	struct kxfer_remote_lookup r;
+	struct kxfer_job job;
+	int dfd, mfd;
+	uint8_t *map;
+	uint32_t h;
+
+	if (access("/dev/udmabuf", F_OK))
+		SKIP(return, "this kernel has no udmabuf (CONFIG_UDMABUF)");
+	dfd = make_udmabuf(len, &map, &mfd);
+	ASSERT_LE(0, dfd);
+	/* Beyond the buffer; a device that does not exist */
+	EXPECT_EQ(-EINVAL, reg_dmabuf(self->fd, "udb", dfd, PG, len, NULL,
+				      NULL));
+	EXPECT_EQ(-ENODEV, reg_dmabuf(self->fd, "udb", dfd, 0, len, "nosuch0",
+				      NULL));
+	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
+	/* Named soft-RoCE: it does no DMA, the pages serve */
+	ASSERT_EQ(0, reg_dmabuf(self->fd, "udb", dfd, 0, len, "rxe0", &h));
+	/* The buffer's descriptors may go: the pool holds the buffer */
+	close(dfd);
+	close(mfd);
+	EXPECT_EQ(0, run("kxferctl -j pool show udb | jq -e '.[0].kind == \"dmabuf\" and .[0].size == %zu' >/dev/null",
+			 len));
+	ASSERT_EQ(0, export_add(self->fd, "udb-x", h, 0, len,
+				KXFER_ACCESS_READ | KXFER_ACCESS_WRITE));
+	ASSERT_EQ(0, remote_wait(self->fd, self->peer, "udb-x", &r));
+	fill(self->src_map, 32 * PG, 8);
+	job_init(&job, KXFER_OP_WRITE, self->src, self->peer, r.handle, &seg,
+		 1, 1);
+	ASSERT_EQ(0, job_run(self->fd, &job));
+	EXPECT_EQ(0, check(map + 8 * PG, 32 * PG, 8));
+	fill(map, 8 * PG, 9);
+	seg = (struct kxfer_segment){ 0, 0, 8 * PG };
+	job.op = KXFER_OP_READ;
+	ASSERT_EQ(0, job_run(self->fd, &job));
+	EXPECT_EQ(0, check(self->src_map, 8 * PG, 9));
+	/* The dma-buf pool as the local side */
+	ASSERT_EQ(0, remote_wait(self->fd, self->peer, SRC_EXPORT, &r));
+	seg = (struct kxfer_segment){ 0, 128 * PG, 8 * PG };
+	job_init(&job, KXFER_OP_WRITE, h, self->peer, r.handle, &seg, 1, 2);
+	ASSERT_EQ(0, job_run(self->fd, &job));
+	EXPECT_EQ(0, check(self->src_map + 128 * PG, 8 * PG, 9));
+	EXPECT_EQ(0, detach(self->fd, h));
+	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
+	munmap(map, len);
+}
+
+/* A buffer of the system dma-heap, checked through its own mapping. */
+TEST_F(upool, dma_heap_transfers)
+{
+	struct dma_heap_allocation_data a = { .len = 32 * PG,
+					      .fd_flags = O_RDWR | O_CLOEXEC };
+	struct kxfer_segment seg = { 0, 0, 32 * PG };
+	struct kxfer_remote_lookup r;
+	struct kxfer_job job;
+	uint8_t *map;
+	uint32_t h;
+	int heap;
+
+	heap = open("/dev/dma_heap/system", O_RDWR);
+	if (heap < 0)
+		SKIP(return, "this kernel has no system dma-heap");
+	ASSERT_EQ(0, ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &a));
+	close(heap);
+	map = mmap(NULL, 32 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, a.fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, reg_dmabuf(self->fd, "uheap", a.fd, 0, 32 * PG, NULL,
+				&h));
+	ASSERT_EQ(0, export_add(self->fd, "uheap-x", h, 0, 32 * PG,
+				KXFER_ACCESS_WRITE));
+	ASSERT_EQ(0, remote_wait(self->fd, self->peer, "uheap-x", &r));
+	fill(self->src_map, 32 * PG, 10);
+	job_init(&job, KXFER_OP_WRITE, self->src, self->peer, r.handle, &seg,
+		 1, 1);
+	ASSERT_EQ(0, job_run(self->fd, &job));
+	EXPECT_EQ(0, check(map, 32 * PG, 10));
+	EXPECT_EQ(0, detach(self->fd, h));
+	munmap(map, 32 * PG);
+	close(a.fd);
+}
+
+TEST_HARNESS_MAIN
