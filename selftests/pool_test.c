@@ -125,7 +125,7 @@ TEST_F(kxfer, query)
 	EXPECT_LE(POOL_SIZE, q.pool_mem_used);
 	EXPECT_GE(q.pool_mem_max, q.pool_mem_used);
 	EXPECT_EQ(0, q.reserved[0]);
-	EXPECT_EQ(0, q.reserved[3]);
+	EXPECT_EQ(0, q.reserved[2]);
 }
 
 TEST_F(kxfer, query_unknown_flag)
@@ -143,7 +143,7 @@ TEST_F(kxfer, query_reserved_nonzero)
 	struct kxfer_query q;
 
 	memset(&q, 0, sizeof(q));
-	q.reserved[3] = 1;
+	q.reserved[2] = 1;
 	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_QUERY, &q));
 	EXPECT_EQ(EINVAL, errno);
 }
