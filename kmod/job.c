@@ -969,7 +969,9 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	struct kxfer_plan_ctx pctx = {};
 	struct kxfer_plan plan = {};
 	struct kxfer_plan_seg *segs = NULL;
-	struct kxfer_plan_range *scratch = NULL;
+	const struct kxfer_plan_seg *order;
+	struct kxfer_plan_scratch *scratch = NULL;
+	bool overlap;
 	bool bare = !uj->nsegs;		/* a notification alone */
 	void *msg = NULL;
 	struct kxfer_rhandle *rh;
@@ -1139,7 +1141,21 @@ handles:
 	plan.local_run = kxfer_local_run;
 	plan.remote_run = kxfer_remote_run;
 	plan.ctx = &pctx;
-	ret = kxfer_plan_count(&plan, segs, uj->nsegs);
+	/* In remote order unless that could change the result (plan.c). */
+	order = kxfer_plan_order(segs, uj->nsegs, uj->op == KXFER_OP_READ,
+				 NULL, &overlap);
+	if (!order) {
+		scratch = kvmalloc(struct_size(scratch, segs,
+					       2 * (size_t)uj->nsegs),
+				   GFP_KERNEL);
+		ret = -ENOMEM;
+		if (!scratch)
+			goto out_unlock;
+		order = kxfer_plan_order(segs, uj->nsegs,
+					 uj->op == KXFER_OP_READ, scratch,
+					 &overlap);
+	}
+	ret = kxfer_plan_count(&plan, order, uj->nsegs);
 	if (pctx.gap)
 		ret = -ERANGE;
 	/* The job's memory grows with its WRs: bound it. */
@@ -1149,21 +1165,7 @@ handles:
 		goto out_unlock;
 
 	/* Striped over the QPs unless the destinations overlap. */
-	nq = s->s_nqps;
-	/* Exact when it says no (ascending jobs); else sort to be sure. */
-	if (nq > 1 && kxfer_plan_overlap(segs, uj->nsegs,
-					 uj->op == KXFER_OP_READ, NULL)) {
-		scratch = kvmalloc_array(uj->nsegs, sizeof(*scratch),
-					 GFP_KERNEL);
-		if (!scratch) {
-			ret = -ENOMEM;
-			goto out_unlock;
-		}
-		if (kxfer_plan_overlap(segs, uj->nsegs,
-				       uj->op == KXFER_OP_READ, scratch))
-			nq = 1;
-		kvfree(scratch);
-	}
+	nq = overlap ? 1 : s->s_nqps;
 
 	size = sizeof(*job);
 	size += (size_t)plan.nwr * sizeof(*wrs);
@@ -1189,7 +1191,7 @@ handles:
 	plan.sges = (void *)(plan.wrs + plan.nwr);
 	plan.sge_cap = plan.nsge;
 	memset(&plan.pos, 0, sizeof(plan.pos));
-	ret = kxfer_plan_build(&plan, segs, uj->nsegs);
+	ret = kxfer_plan_build(&plan, order, uj->nsegs);
 	if (ret || pctx.gap) {
 		ret = ret ?: -ERANGE;
 		goto out_job;
@@ -1309,6 +1311,7 @@ ready:
 	if (!hold)
 		kxfer_job_start(job);
 	mutex_unlock(&s->s_mutex);
+	kvfree(scratch);
 	kvfree(segs);
 	return 0;
 
@@ -1322,6 +1325,7 @@ out_pool:
 	if (pool)
 		kxfer_pool_put(pool);
 out_segs:
+	kvfree(scratch);
 	kvfree(segs);
 	kfree(msg);
 	return ret;
