@@ -738,6 +738,7 @@ long kxfer_ioc_peer_lookup(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_submit(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg);
+long kxfer_ioc_cancel(struct kxfer_file *kf, void __user *uarg);
 __poll_t kxfer_file_poll(struct kxfer_file *kf, struct file *filp,
 			 poll_table *wait);
 void kxfer_file_drop_handles(struct kxfer_file *kf);

@@ -469,6 +469,23 @@ int kxfer_reap_msgs(struct kxfer *kx, struct kxfer_event *ev,
 		    unsigned int max, unsigned int min, int64_t timeout_ns,
 		    unsigned int flags, void *msgs, uint32_t msgs_len);
 
+/**
+ * kxfer_cancel() - take back jobs that have not reached the NIC
+ * @kx: the context
+ * @user_data: with @mask, which jobs: user_data & mask == @user_data & mask
+ * @mask: 0 for all of the context's jobs
+ * @count: out, jobs and per-QP parts taken back; may be NULL
+ *
+ * KXFER_IOC_CANCEL: jobs held behind a FENCE, and jobs' parts still
+ * waiting whole for room in a send queue, end with -ECANCELED; the rest
+ * complete as they would.  Every job still gets exactly one completion
+ * event: reap them before forgetting a request.
+ *
+ * Return: 0, -EINVAL.
+ */
+int kxfer_cancel(struct kxfer *kx, uint64_t user_data, uint64_t mask,
+		 unsigned int *count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -77,6 +77,7 @@ struct kxfer_query {
  * message buffer
  */
 #define KXFER_FEAT_NOTIFY_MSG	(1ULL << 5)
+#define KXFER_FEAT_CANCEL	(1ULL << 6)	/* KXFER_IOC_CANCEL */
 
 /**
  * struct kxfer_pool_attach - KXFER_IOC_POOL_ATTACH: attach a pool by name
@@ -500,6 +501,33 @@ struct kxfer_export_del {
 	__u64 reserved[2];
 };
 
+/**
+ * struct kxfer_cancel - KXFER_IOC_CANCEL: take back jobs of this file
+ *	that have not reached the NIC
+ * @user_data: in, with @mask, which jobs: those whose
+ *	user_data & @mask == @user_data & @mask (a request's jobs, when
+ *	their user_data share its tag)
+ * @mask: in, 0 for every job of the file
+ * @flags: in, must be 0
+ * @count: out, jobs and job parts taken back: jobs held behind a FENCE,
+ *	and a job's share of one QP still waiting whole in that QP's queue
+ *	(a job striped over several QPs counts once per QP)
+ * @reserved: must be 0
+ *
+ * What was taken back never reaches the NIC; its job still ends exactly
+ * once, with -ECANCELED (after its other parts, if some were posted
+ * already).  Jobs already handed to the NIC complete as they would.
+ *
+ * Errors: EINVAL (flags, reserved), EFAULT.
+ */
+struct kxfer_cancel {
+	__u64 user_data;
+	__u64 mask;
+	__u32 flags;
+	__u32 count;
+	__u64 reserved[2];
+};
+
 /*
  * Every pool attached by one open file owns a window of the file's mmap
  * offset space, KXFER_MMAP_WINDOW bytes wide, at handle * window.
@@ -522,6 +550,7 @@ struct kxfer_export_del {
 #define KXFER_IOC_POOL_DMABUF	_IOWR(KXFER_IOC_MAGIC, 0x0a, struct kxfer_pool_dmabuf)
 #define KXFER_IOC_EXPORT_ADD	_IOW(KXFER_IOC_MAGIC, 0x0b, struct kxfer_export_add)
 #define KXFER_IOC_EXPORT_DEL	_IOW(KXFER_IOC_MAGIC, 0x0c, struct kxfer_export_del)
+#define KXFER_IOC_CANCEL	_IOWR(KXFER_IOC_MAGIC, 0x0d, struct kxfer_cancel)
 
 /* ---------------------------------------------------------------------- */
 /* Generic netlink family                                                  */
