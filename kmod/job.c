@@ -1941,9 +1941,10 @@ void kxfer_notify_deliver(struct kxfer_session *s, const char *export,
 		if (strcmp(sb->sb_export, export))
 			continue;
 		ev.sub = sb->sb_handle;
-		if (msg_len)
+		if (msg_len) {
 			copy = kmemdup(msg, msg_len, GFP_KERNEL);
-		ev.msg_off = copy ? 0 : KXFER_MSG_NONE;
+			ev.msg_off = copy ? 0 : KXFER_MSG_NONE;
+		}
 		kxfer_file_post_note(sb->sb_file, &ev, copy);
 	}
 	mutex_unlock(&kxfer_sub_mutex);

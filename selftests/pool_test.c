@@ -115,6 +115,7 @@ TEST_F(kxfer, query)
 
 	memset(&q, 0xcc, sizeof(q));
 	q.flags = 0;
+	q.reserved0 = 0;
 	memset(q.reserved, 0, sizeof(q.reserved));
 	ASSERT_EQ(0, ioctl(self->fd, KXFER_IOC_QUERY, &q));
 	EXPECT_EQ(KXFER_API_VERSION, q.api_version);
@@ -126,6 +127,7 @@ TEST_F(kxfer, query)
 	EXPECT_GE(q.pool_mem_max, q.pool_mem_used);
 	EXPECT_EQ(0, q.reserved[0]);
 	EXPECT_EQ(0, q.reserved[2]);
+	EXPECT_EQ(1024, q.max_notify_len);
 }
 
 TEST_F(kxfer, query_unknown_flag)
