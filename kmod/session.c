@@ -68,7 +68,9 @@ module_param_named(default_depth, kxfer_default_depth, uint, 0444);
 MODULE_PARM_DESC(default_depth, "Send queue depth per QP (default 256)");
 
 #define KXFER_CM_TIMEOUT_MS	2000
+/* An attempt's QPs connect within this, and it is up within the next. */
 #define KXFER_CONNECT_TIMEOUT_MS 10000
+#define KXFER_UP_TIMEOUT_MS	40000
 #define KXFER_RECONNECT_MIN_MS	100
 /*
  * Transport ACK timeout, 4.096 us << 16 = 268 ms: a lost packet is sent
@@ -495,6 +497,53 @@ static unsigned int kxfer_backoff_next(struct kxfer_session *s)
 	return ms - jitter + get_random_u32_below(2 * jitter + 1);
 }
 
+/*
+ * Deadlines of a connecting session (either role), from the start of the
+ * attempt: its QPs are connected within KXFER_CONNECT_TIMEOUT_MS, and it
+ * is up (export tables exchanged) within KXFER_UP_TIMEOUT_MS, so that a
+ * peer that answers keepalives but never ends its export table cannot
+ * hold it "connecting" for good.  Caller holds s_mutex.
+ *
+ * Return: the time left until the deadline that applies (0: passed), or
+ * U64_MAX if none applies (not connecting).
+ */
+static u64 kxfer_session_time_left(struct kxfer_session *s, u64 now)
+{
+	u64 end = s->s_start_ns;
+
+	if (s->s_state != KXFER_PEER_CONNECTING)
+		return U64_MAX;
+	end += (u64)(s->s_ctrl_up ? KXFER_UP_TIMEOUT_MS :
+		     KXFER_CONNECT_TIMEOUT_MS) * NSEC_PER_MSEC;
+	return now < end ? end - now : 0;
+}
+
+/* The same, and fail the session if the deadline has passed. */
+static u64 kxfer_session_deadline(struct kxfer_session *s, u64 now)
+{
+	u64 left = kxfer_session_time_left(s, now);
+
+	if (!left)
+		kxfer_session_fail(s, -ETIMEDOUT, s->s_ctrl_up ?
+				   "export exchange timed out" :
+				   "connection timed out");
+	return left;
+}
+
+/*
+ * Caller holds s_mutex.  Look again in @ms, or at the deadline if that
+ * comes first: the keepalive interval is a parameter, 600 s in a test,
+ * and must not stretch a connection attempt.
+ */
+static void kxfer_session_timer_in(struct kxfer_session *s, unsigned int ms,
+				   u64 left_ns)
+{
+	u64 left_ms = div_u64(left_ns, NSEC_PER_MSEC) + 1;
+
+	mod_delayed_work(kxfer_wq, &s->s_timer,
+			 msecs_to_jiffies(min_t(u64, ms, left_ms)));
+}
+
 /* Caller holds s_mutex. */
 static void kxfer_session_connect(struct kxfer_session *s)
 {
@@ -527,8 +576,8 @@ static void kxfer_session_connect(struct kxfer_session *s)
 	}
 	if (ret)
 		kxfer_session_fail(s, ret, "cannot start address resolution");
-	mod_delayed_work(kxfer_wq, &s->s_timer,
-			 msecs_to_jiffies(kxfer_keepalive_ms));
+	kxfer_session_timer_in(s, kxfer_keepalive_ms,
+			       kxfer_session_time_left(s, s->s_start_ns));
 }
 
 /* Caller holds s_mutex.  The session failed: tear down, then retry. */
@@ -573,8 +622,8 @@ static void kxfer_session_ctrl_start(struct kxfer_session *s)
 	s->s_ctrl_up = true;
 	s->s_last_rx_ns = kxfer_now_ns();
 	set_bit(KXFER_SE_REGS, &s->s_events);
-	mod_delayed_work(kxfer_wq, &s->s_timer,
-			 msecs_to_jiffies(kxfer_keepalive_ms / 2));
+	kxfer_session_timer_in(s, kxfer_keepalive_ms / 2,
+			       kxfer_session_time_left(s, s->s_last_rx_ns));
 }
 
 static void kxfer_session_work(struct work_struct *work)
@@ -667,7 +716,7 @@ static void kxfer_session_timer(struct work_struct *work)
 {
 	struct kxfer_session *s = container_of(to_delayed_work(work),
 					       struct kxfer_session, s_timer);
-	u64 now, last, idle;
+	u64 now, last, idle, left;
 
 	mutex_lock(&s->s_mutex);
 	/*
@@ -687,14 +736,12 @@ static void kxfer_session_timer(struct work_struct *work)
 		break;
 	case KXFER_PEER_CONNECTING:
 	case KXFER_PEER_UP:
+		/* Failed: s_work tears down and schedules the next attempt. */
+		left = kxfer_session_deadline(s, now);
+		if (!left)
+			break;
 		if (!s->s_ctrl_up) {
-			if (now - s->s_start_ns >
-			    (u64)KXFER_CONNECT_TIMEOUT_MS * NSEC_PER_MSEC)
-				kxfer_session_fail(s, -ETIMEDOUT,
-						   "connection timed out");
-			else
-				mod_delayed_work(kxfer_wq, &s->s_timer,
-						 msecs_to_jiffies(kxfer_keepalive_ms));
+			kxfer_session_timer_in(s, kxfer_keepalive_ms, left);
 			break;
 		}
 		if (idle > (u64)kxfer_keepalive_timeout_ms * NSEC_PER_MSEC) {
@@ -717,8 +764,7 @@ static void kxfer_session_timer(struct work_struct *work)
 					&ka.mk_stamp, sizeof(ka.mk_stamp));
 			kxfer_ctrl_flush(s);
 		}
-		mod_delayed_work(kxfer_wq, &s->s_timer,
-				 msecs_to_jiffies(max(kxfer_keepalive_ms / 4, 10U)));
+		kxfer_session_timer_in(s, max(kxfer_keepalive_ms / 4, 10U), left);
 		break;
 	default:
 		break;
@@ -1047,8 +1093,8 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 		memcpy(&s->s_dst, &id->route.addr.dst_addr, sizeof(s->s_dst));
 		kxfer_sessions_supersede(s);
 		list_add_tail(&s->s_node, &kxfer_sessions);
-		mod_delayed_work(kxfer_wq, &s->s_timer,
-				 msecs_to_jiffies(kxfer_keepalive_ms));
+		kxfer_session_timer_in(s, kxfer_keepalive_ms,
+				       kxfer_session_time_left(s, s->s_start_ns));
 	}
 	mutex_lock(&s->s_mutex);
 	mutex_unlock(&kxfer_sess_mutex);
