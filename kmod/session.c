@@ -72,6 +72,8 @@ MODULE_PARM_DESC(default_depth, "Send queue depth per QP (default 256)");
 #define KXFER_CONNECT_TIMEOUT_MS 10000
 #define KXFER_UP_TIMEOUT_MS	40000
 #define KXFER_RECONNECT_MIN_MS	100
+/* A connector failing again for the same reason says so this often. */
+#define KXFER_SAY_AGAIN_MS	30000
 /*
  * Transport ACK timeout, 4.096 us << 16 = 268 ms: a lost packet is sent
  * again well inside the keepalive window instead of after the seconds a
@@ -553,6 +555,8 @@ static void kxfer_session_connect(struct kxfer_session *s)
 	s->s_state = KXFER_PEER_CONNECTING;
 	s->s_start_ns = kxfer_now_ns();
 	s->s_sid = get_random_u64();
+	s->s_attempts++;
+	s->s_next_try_ns = 0;
 	kxfer_session_notify(s);
 
 	for (i = 0; i < s->s_nqps; i++) {
@@ -580,10 +584,47 @@ static void kxfer_session_connect(struct kxfer_session *s)
 			       kxfer_session_time_left(s, s->s_start_ns));
 }
 
+/*
+ * Caller holds s_mutex.  A peer can make a session fail at will: say it
+ * once per change of reason, rate-limited.  A connector that keeps
+ * failing for the same reason says so again every KXFER_SAY_AGAIN_MS,
+ * with the attempts it made, so that retrying in vain is seen in the
+ * log too and not only in peer show.
+ */
+static void kxfer_session_say_down(struct kxfer_session *s,
+				   enum kxfer_peer_state prev, bool same,
+				   unsigned int delay_ms)
+{
+	u64 now = kxfer_now_ns();
+
+	if (prev == KXFER_PEER_UP) {
+		kxfer_info("peer %s: down: %s (%d)\n", s->s_name,
+			   s->s_last_error, s->s_last_errno);
+	} else if (s->s_role != KXFER_PEER_CONNECTOR) {
+		if (!same)
+			pr_info_ratelimited("kxfer: peer %s: %s (%d)\n", s->s_name,
+					    s->s_last_error, s->s_last_errno);
+		return;
+	} else if (!same) {
+		pr_info_ratelimited("kxfer: peer %s: %s (%d), attempt %u, next in %u ms\n",
+				    s->s_name, s->s_last_error,
+				    s->s_last_errno, s->s_attempts, delay_ms);
+	} else if (now - s->s_said_ns >=
+		   (u64)KXFER_SAY_AGAIN_MS * NSEC_PER_MSEC) {
+		pr_info_ratelimited("kxfer: peer %s: still failing after %u attempts: %s (%d), next in %u ms\n",
+				    s->s_name, s->s_attempts, s->s_last_error,
+				    s->s_last_errno, delay_ms);
+	} else {
+		return;
+	}
+	s->s_said_ns = now;
+}
+
 /* Caller holds s_mutex.  The session failed: tear down, then retry. */
 static void kxfer_session_down(struct kxfer_session *s)
 {
 	enum kxfer_peer_state prev = s->s_state;
+	unsigned int delay_ms = 0;
 	unsigned long flags;
 	bool same;
 
@@ -595,19 +636,19 @@ static void kxfer_session_down(struct kxfer_session *s)
 
 	kxfer_session_teardown(s);
 	s->s_state = KXFER_PEER_DOWN;
-
-	/* A peer can make this happen at will: say it once per change. */
 	if (prev == KXFER_PEER_UP)
-		kxfer_info("peer %s: down: %s (%d)\n", s->s_name,
-			   s->s_last_error, s->s_last_errno);
-	else if (!same)
-		pr_info_ratelimited("kxfer: peer %s: %s (%d)\n", s->s_name,
-				    s->s_last_error, s->s_last_errno);
+		s->s_attempts = 0;
+	if (s->s_role == KXFER_PEER_CONNECTOR) {
+		delay_ms = kxfer_backoff_next(s);
+		s->s_next_try_ns = kxfer_now_ns() +
+				   (u64)delay_ms * NSEC_PER_MSEC;
+	}
+	kxfer_session_say_down(s, prev, same, delay_ms);
 	kxfer_session_notify(s);
 
 	if (s->s_role == KXFER_PEER_CONNECTOR) {
 		mod_delayed_work(kxfer_wq, &s->s_timer,
-				 msecs_to_jiffies(kxfer_backoff_next(s)));
+				 msecs_to_jiffies(delay_ms));
 	} else {
 		/* The connector comes back with a new session. */
 		kref_get(&s->s_ref);
