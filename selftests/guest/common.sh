@@ -18,6 +18,14 @@
 #   has_rexport NAME EXP  the session NAME has learned remote export EXP
 #   kxfer_qps             QPs of kxfer's sessions
 #   now_ms                wall clock, ms
+#   peer_explain [NAME]   peer show of NAME (or of every session), text and
+#                         JSON, and the kernel log's last 20 kxfer lines
+#   wait_explain CMD...   what busywait and slowwait (lib.sh) print when
+#                         a wait on kxfer's state times out: peer_explain of
+#                         the session a peer_state, has_rexport or peer_json
+#                         wait (check_fail ... too) was about, of every
+#                         session for other waits on sessions (kxferctl,
+#                         a *peer* or *session* helper, leak_same ...)
 
 export PATH="$KXFER_TOP/tools/kxferctl:$KXFER_TOP/selftests:$PATH"
 
@@ -108,4 +116,31 @@ kxfer_qps() {
 
 now_ms() {
 	echo $(($(date +%s%N) / 1000000))
+}
+
+# peer_explain [NAME]: the state a wait on a session found
+peer_explain() {
+	echo "kxferctl peer show${1:+ $1}:"
+	kxferctl peer show ${1:+"$1"} 2>&1 || true
+	kxferctl -j peer show ${1:+"$1"} 2>&1 || true
+	echo "kernel log, last 20 kxfer lines:"
+	dmesg | grep "kxfer: " | tail -n 20
+}
+
+# wait_explain CMD...: called by busywait/slowwait when CMD never succeeded
+wait_explain() {
+	[ "$1" = check_fail ] && shift
+	case $1 in
+	peer_state | has_rexport | peer_json)
+		peer_explain "$2"
+		;;
+	kxferctl | leak_same | *peer* | *session* | hp_only_*)
+		peer_explain
+		;;
+	sh)
+		case "$*" in
+		*kxferctl*) peer_explain ;;
+		esac
+		;;
+	esac
 }

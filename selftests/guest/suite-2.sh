@@ -307,7 +307,7 @@ t_withdraw_live() {
 	local stream=$!
 	sleep 2
 	barrier wl-streaming
-	busywait 20000 check_fail kill -0 "$stream" 2>/dev/null
+	busywait 20000 check_fail kill -0 "$stream"
 	wait "$stream" || rc=$?
 	cat /tmp/wl-stream
 	[ "$rc" = 1 ]
@@ -439,13 +439,13 @@ t_partition() {
 	sleep 2
 	barrier lf-go
 	t0=$(now_ms)
-	busywait 15000 check_fail peer_state pa up 2>/dev/null
+	busywait 15000 check_fail peer_state pa up
 	dt=$(($(now_ms) - t0))
 	echo "session down after $dt ms" | tee "$KXFER_OUT/down-time.txt"
 	peer_json pa
 	[ "$dt" -le $((KA_TIMEOUT_MS + 3000)) ] ||
 		{ echo "slower than the keepalive bound"; exit 1; }
-	busywait 10000 check_fail kill -0 "$stream" 2>/dev/null
+	busywait 10000 check_fail kill -0 "$stream"
 	wait "$stream" || rc=$?
 	echo "job stream ended after $(($(now_ms) - t0)) ms, status $rc:"
 	cat /tmp/lf-stream
@@ -631,7 +631,7 @@ t_device_delete() {
 	rdma link delete rxe0
 	defer_readd_rxe0
 	echo "rdma link delete took $(($(now_ms) - t0)) ms"
-	busywait 10000 check_fail kill -0 "$stream" 2>/dev/null
+	busywait 10000 check_fail kill -0 "$stream"
 	wait "$stream" || rc=$?
 	echo "job stream ended after $(($(now_ms) - t0)) ms, status $rc:"
 	cat /tmp/dd-stream
@@ -645,7 +645,7 @@ t_device_delete() {
 		grep -q 'ECONNRESET (wc_status 5)' /tmp/dd-stream
 		[ -s /tmp/dd-wr-error ]
 	fi
-	busywait 10000 check_fail peer_state pa up 2>/dev/null
+	busywait 10000 check_fail peer_state pa up
 	peer_json pa
 	# (last_error moves on with the reconnect attempts that follow)
 	dmesg | grep -q 'kxfer: peer pa: down: device removed'
