@@ -16,6 +16,8 @@
 #   peer_json NAME        `kxferctl -j peer show NAME`
 #   peer_state NAME STATE the (first) session NAME is in STATE
 #   has_rexport NAME EXP  the session NAME has learned remote export EXP
+#   peer_attempts NAME    its connection attempts since it was last up
+#   attempts_above NAME N more than N of them
 #   kxfer_qps             QPs of kxfer's sessions
 #   now_ms                wall clock, ms
 #   peer_explain [NAME]   peer show of NAME (or of every session), text and
@@ -97,6 +99,22 @@ peer_json() {
 # peer_state NAME STATE: the session NAME (first of that name) is in STATE
 peer_state() {
 	[ "$(peer_json "$1" 2>/dev/null | jq -r '.[0].state')" = "$2" ]
+}
+
+# peer_attempts NAME: the connector's connection attempts since it was
+# last up ("" if kxferctl does not say)
+peer_attempts() {
+	peer_json "$1" 2>/dev/null | jq -r '.[0].attempts // empty'
+}
+
+# attempts_above NAME N: the connector NAME has made more than N attempts
+# since it was last up
+attempts_above() {
+	local n
+
+	n=$(peer_attempts "$1")
+	echo "$1: attempts ${n:-none} (more than $2 wanted)"
+	[ -n "$n" ] && [ "$n" -gt "$2" ]
 }
 
 # has_rexport NAME EXPORT: the session has learned the remote export
