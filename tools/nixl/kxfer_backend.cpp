@@ -225,31 +225,12 @@ peerStateStr(uint32_t state) {
     return "unknown";
 }
 
-bool
-isDisconnect(int err) {
-    switch (-err) {
-    case ENOTCONN:
-    case ECONNRESET:
-    case ECONNREFUSED:
-    case ECONNABORTED:
-    case ETIMEDOUT:
-    case EHOSTUNREACH:
-    case ENETUNREACH:
-    case ENETDOWN:
-    case ESHUTDOWN:
-    case ENODEV:
-    case EPIPE:
-        return true;
-    }
-    return false;
-}
-
-/* What a refusal of SUBMIT means to NIXL. */
+/*
+ * A refusal of SUBMIT that is about the request itself, not about the
+ * remote agent or the session: NIXL_SUCCESS if it is not one of those.
+ */
 nixl_status_t
-submitStatus(int err) {
-    if (isDisconnect(err)) {
-        return NIXL_ERR_REMOTE_DISCONNECT;
-    }
+requestStatus(int err) {
     switch (-err) {
     case EINVAL:
     case ERANGE:
@@ -258,13 +239,8 @@ submitStatus(int err) {
     case EACCES:
     case EPERM:
         return NIXL_ERR_NOT_ALLOWED;
-    case ENOENT:
-    case ESTALE:
-        return NIXL_ERR_NOT_FOUND;
-    case ECANCELED:
-        return NIXL_ERR_CANCELED;
     }
-    return NIXL_ERR_BACKEND;
+    return NIXL_SUCCESS;
 }
 
 std::string
@@ -767,45 +743,81 @@ nixlKxferEngine::resolveMailboxLocked(RemoteAgent &ra, bool wait) const {
 }
 
 /*
- * A job was refused for its session (-ENOTCONN: the session is down or
- * was replaced) or its export (-ESTALE: re-created, or the session
- * reconnected).  Look the session up again; handles are re-resolved.
+ * Whether agent @ra is still there.  Its mailbox answers on its session
+ * as long as its process lives; but a session may be coming back (a
+ * remote access error or a lost link takes it down and the connecting
+ * side reconnects; an accepting session comes back as a new one, found
+ * again by name), so this waits up to lookup_timeout_ms for it.  No
+ * session of that name, or an up session without the mailbox, means the
+ * agent is gone.  Leaves @ra.peer and its mailbox handle current.
  */
-nixl_status_t
-nixlKxferEngine::refreshLocked(RemoteAgent &ra, int err) const {
-    uint32_t handle, state;
-    int ret;
+bool
+nixlKxferEngine::agentAliveLocked(RemoteAgent &ra) const {
+    const auto deadline = std::chrono::steady_clock::now() + lookupTimeout_;
+    int upWithout = 0;
 
-    if (err == -ENOTCONN) {
+    for (;;) {
+        struct kxfer_remote_lookup rl;
+        uint32_t handle, state;
+        int ret;
+
+        if (ra.peer && !kxfer_remote_lookup(kx_, ra.peer, ra.mailbox.c_str(), &rl)) {
+            ra.mailboxHandle = rl.handle;
+            ra.mailboxPeer = ra.peer;
+            return true;
+        }
         ret = kxfer_peer_lookup(kx_, ra.session.c_str(), &handle, &state);
-        if (ret || state != KXFER_PEER_UP) {
-            NIXL_ERROR << "KXFER: session '" << ra.session << "' to agent " << ra.name
-                       << " is " << (ret ? "gone" : peerStateStr(state));
-            return NIXL_ERR_REMOTE_DISCONNECT;
+        if (ret) {
+            NIXL_ERROR << "KXFER: agent " << ra.name << " is unreachable: session '"
+                       << ra.session << "' is gone (" << errStr(ret) << ")";
+            return false;
         }
         ra.peer = handle;
+        if (state == KXFER_PEER_UP && ++upWithout > 2) {
+            NIXL_ERROR << "KXFER: agent " << ra.name << " is gone: its mailbox " << ra.mailbox
+                       << " is not on session '" << ra.session << "'";
+            return false;
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+            NIXL_ERROR << "KXFER: agent " << ra.name << " is unreachable: session '"
+                       << ra.session << "' is " << peerStateStr(state) << " after "
+                       << lookupTimeout_.count() << " ms";
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    ra.mailboxHandle = 0;
-    return NIXL_SUCCESS;
 }
 
 /*
- * An export of a remote agent is gone or refused access: if its mailbox
- * is gone as well, so is the agent (its process ended, which ends its
- * pools); else only that buffer was deregistered.
+ * What a failed job means to NIXL: REMOTE_DISCONNECT if the agent is gone
+ * or out of reach (NIXL then forgets it), NOT_FOUND if one of @rmds was
+ * deregistered (its export withdrawn), else a failure of this transfer
+ * only, which may be posted again.
  */
 nixl_status_t
-nixlKxferEngine::remoteGoneStatusLocked(RemoteAgent &ra, int err) const {
-    if (isDisconnect(err)) {
+nixlKxferEngine::failureStatusLocked(RemoteAgent &ra,
+                                     const std::vector<RemoteMD *> &rmds,
+                                     int err) const {
+    if (!agentAliveLocked(ra)) {
         return NIXL_ERR_REMOTE_DISCONNECT;
     }
-    ra.mailboxHandle = 0;
-    if (resolveMailboxLocked(ra, false) == NIXL_ERR_NOT_FOUND) {
-        NIXL_ERROR << "KXFER: agent " << ra.name << " is gone (its mailbox "
-                   << ra.mailbox << " was withdrawn)";
-        return NIXL_ERR_REMOTE_DISCONNECT;
+    for (RemoteMD *rmd : rmds) {
+        rmd->handle = 0;
+        if (resolveLocked(*rmd, false) == NIXL_ERR_NOT_FOUND) {
+            NIXL_ERROR << "KXFER: agent " << ra.name << " deregistered the buffer of export "
+                       << rmd->exportName;
+            return NIXL_ERR_NOT_FOUND;
+        }
     }
-    return err == -ESTALE || err == -ENOENT ? NIXL_ERR_NOT_FOUND : NIXL_ERR_BACKEND;
+    switch (-err) {
+    case EINVAL:
+    case ERANGE:
+    case E2BIG:
+        return NIXL_ERR_INVALID_PARAM;
+    case ECANCELED:
+        return NIXL_ERR_CANCELED;
+    }
+    return NIXL_ERR_BACKEND;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -994,33 +1006,35 @@ nixlKxferEngine::submitLocked(XferState &st) const {
         if (ret == -EAGAIN) {
             return NIXL_IN_PROG;
         }
-        if ((ret == -ENOTCONN || ret == -ESTALE) && !st.retried) {
-            nixl_status_t status = refreshLocked(ra, ret);
+        std::vector<RemoteMD *> rest;
+        for (size_t i = st.submitted; i < st.plans.size(); i++) {
+            rest.push_back(st.plans[i].rmd);
+        }
+        /* the session or an export changed: look them up again, once */
+        if ((ret == -ENOTCONN || ret == -ESTALE || ret == -ENOENT) && !st.retried) {
+            bool ok = agentAliveLocked(ra);
 
             st.retried = true;
-            for (size_t i = st.submitted; status == NIXL_SUCCESS && i < st.jobs.size(); i++) {
+            if (ok && ret != -ENOTCONN && st.submitted < st.plans.size()) {
+                st.plans[st.submitted].rmd->handle = 0;
+            }
+            for (size_t i = st.submitted; ok && i < st.jobs.size(); i++) {
                 if (i < st.plans.size()) {
-                    RemoteMD &rmd = *st.plans[i].rmd;
-                    if (ret == -ESTALE && i == st.submitted) {
-                        rmd.handle = 0;
-                    }
-                    status = resolveLocked(rmd, false);
-                    st.jobs[i].remote = rmd.handle;
+                    ok = resolveLocked(*st.plans[i].rmd, false) == NIXL_SUCCESS;
+                    st.jobs[i].remote = st.plans[i].rmd->handle;
                 } else {
-                    status = resolveMailboxLocked(ra, false);
+                    ok = resolveMailboxLocked(ra, false) == NIXL_SUCCESS;
                     st.jobs[i].remote = ra.mailboxHandle;
                 }
                 st.jobs[i].peer = ra.peer;
             }
-            if (status == NIXL_SUCCESS) {
+            if (ok) {
                 continue;
             }
-            st.status = status == NIXL_ERR_NOT_FOUND ? remoteGoneStatusLocked(ra, ret) : status;
-        } else {
-            st.status = submitStatus(ret);
-            if (ret == -ESTALE || ret == -ENOENT) {
-                st.status = remoteGoneStatusLocked(ra, ret);
-            }
+        }
+        st.status = requestStatus(ret);
+        if (st.status == NIXL_SUCCESS) {
+            st.status = failureStatusLocked(ra, rest, ret);
         }
         NIXL_ERROR << "KXFER: job " << st.submitted << " of " << st.jobs.size()
                    << " to agent " << ra.name << " refused: " << errStr(ret);
@@ -1101,8 +1115,14 @@ nixlKxferEngine::completeLocked(const struct kxfer_event &ev) const {
         NIXL_ERROR << "KXFER: a job to agent " << st.agent->name
                    << " failed: " << errStr(ev.status);
         st.err = ev.status;
-        st.status = isDisconnect(ev.status) ? NIXL_ERR_REMOTE_DISCONNECT :
-                                              remoteGoneStatusLocked(*st.agent, ev.status);
+        /* nobody asks a released request: its buffers may be gone too */
+        if (!st.released) {
+            std::vector<RemoteMD *> rmds;
+            for (const auto &p : st.plans) {
+                rmds.push_back(p.rmd);
+            }
+            st.status = failureStatusLocked(*st.agent, rmds, ev.status);
+        }
         st.jobs.resize(st.submitted); /* nothing more of this post */
     }
     if (!st.outstanding && (st.submitted == st.jobs.size() || st.released)) {
@@ -1224,7 +1244,7 @@ nixlKxferEngine::sendNotifLocked(RemoteAgent &ra,
     }
     status = resolveMailboxLocked(ra, true);
     if (status != NIXL_SUCCESS) {
-        return status == NIXL_ERR_NOT_FOUND ? remoteGoneStatusLocked(ra, -ENOENT) : status;
+        return status == NIXL_ERR_NOT_FOUND ? failureStatusLocked(ra, {}, -ENOENT) : status;
     }
     payload.clear();
     payload.push_back(static_cast<char>(nlen & 0xff));
@@ -1286,9 +1306,8 @@ nixlKxferEngine::genNotif(const std::string &remote_agent, const std::string &ms
             reapLocked(events_.size(), 1, 10 * 1000 * 1000);
             continue;
         }
-        if ((ret == -ENOTCONN || ret == -ESTALE) && attempt == 0 &&
-            refreshLocked(ra, ret) == NIXL_SUCCESS &&
-            resolveMailboxLocked(ra, false) == NIXL_SUCCESS) {
+        if ((ret == -ENOTCONN || ret == -ESTALE || ret == -ENOENT) && attempt == 0 &&
+            agentAliveLocked(ra)) {
             job.peer = ra.peer;
             job.remote = ra.mailboxHandle;
             continue;
@@ -1297,8 +1316,8 @@ nixlKxferEngine::genNotif(const std::string &remote_agent, const std::string &ms
     }
     NIXL_ERROR << "KXFER: notification to agent " << remote_agent
                << " refused: " << errStr(ret);
-    return isDisconnect(ret) ? NIXL_ERR_REMOTE_DISCONNECT :
-                               remoteGoneStatusLocked(ra, ret == -ESTALE ? ret : -EIO);
+    status = requestStatus(ret);
+    return status != NIXL_SUCCESS ? status : failureStatusLocked(ra, {}, ret);
 }
 
 nixl_status_t

@@ -214,10 +214,10 @@ private:
     resolveLocked(RemoteMD &rmd, bool wait) const;
     nixl_status_t
     resolveMailboxLocked(RemoteAgent &ra, bool wait) const;
+    bool
+    agentAliveLocked(RemoteAgent &ra) const;
     nixl_status_t
-    refreshLocked(RemoteAgent &ra, int err) const;
-    nixl_status_t
-    remoteGoneStatusLocked(RemoteAgent &ra, int err) const;
+    failureStatusLocked(RemoteAgent &ra, const std::vector<RemoteMD *> &rmds, int err) const;
 
     nixl_status_t
     submitLocked(XferState &st) const;
