@@ -17,9 +17,9 @@
 # processes that made them, and the module unloads.
 #
 # NIXL comes from the cache tools/nixl/build-nixl-deps.sh fills (the
-# host's /var/cache/kxfer, seen read-only here); without it, or without
-# the plugin (make builds it with NIXL_PREFIX, make check always), every
-# test is skipped.
+# host's /var/cache/kxfer, seen read-only here) that the plugin was built
+# against; without it, or without the plugin (make check builds both),
+# every test is skipped.
 
 # shellcheck source=../rig/lib.sh
 source "$KXFER_TOP/selftests/rig/lib.sh"
@@ -32,13 +32,15 @@ A=10.99.0.1
 NIXL_OUT=$KXFER_TOP/build/nixl
 
 # NIXL's libraries, Python package and the plugin (only KXFER in that
-# folder, so that nothing else loads)
+# folder, so that nothing else loads): the NIXL the plugin was built
+# against, a cache of tools/nixl/build-nixl-deps.sh
 nixl_env() {
-	local dir
+	local prefix
 
-	dir=$(tools/nixl/build-nixl-deps.sh 2>/dev/null) || return 1
+	prefix=$(cat "$NIXL_OUT/nixl-prefix" 2>/dev/null) || return 1
+	[ -f "${prefix%/prefix}/env" ] || return 1
 	# shellcheck source=/dev/null
-	source "$dir/env"
+	source "${prefix%/prefix}/env"
 	[ -f "$NIXL_OUT/libplugin_KXFER.so" ] && [ -x "$NIXL_OUT/nixl_test" ] || return 1
 	export LD_LIBRARY_PATH=$NIXL_LIBDIR
 	export PYTHONPATH=$NIXL_PYTHONPATH
