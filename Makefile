@@ -17,6 +17,10 @@
 #   make deps         install the Debian packages the project needs
 #   make bench        kxfer-bench against perftest in one guest (6.1): table
 #                     of medians and ratios, JSON in build/bench/
+#   make install      kxferctl and its man page, libkxfer (header, libraries,
+#                     pkg-config file) under $(DESTDIR)$(PREFIX), and the
+#                     module for $(KDIR) under $(DESTDIR)/lib/modules
+#                     (DKMS users: dkms.conf instead)
 #
 # KDIR defaults to the running kernel's build tree when it exists, else
 # to the installed Debian 6.1 (linux-headers-amd64) headers.
@@ -43,7 +47,7 @@ KDIR ?= /usr/src/linux-headers-$(call kxfer_hdr,6.1.)
 endif
 
 .PHONY: all module guest-modules tools examples selftests clean deps check \
-	demo bench help nixl nixl-deps
+	demo bench help install nixl nixl-deps
 
 all: module tools examples selftests $(if $(NIXL_PREFIX),nixl)
 
@@ -107,6 +111,13 @@ clean:
 	$(MAKE) -C $(TOP)/tools/kxfer-bench clean
 	$(MAKE) -C $(TOP)/examples clean
 	@if [ -f $(TOP)/selftests/Makefile ]; then $(MAKE) -C $(TOP)/selftests clean; fi
+
+PREFIX ?= /usr/local
+install: module tools
+	$(MAKE) -C $(TOP)/tools/kxferctl install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX)
+	$(MAKE) -C $(TOP)/tools/libkxfer install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX)
+	$(MAKE) -C $(KDIR) M=$(TOP) INSTALL_MOD_PATH=$(abspath $(or $(DESTDIR),/)) \
+		CONFIG_MODULE_SIG_ALL= modules_install
 
 deps:
 	@bash $(TOP)/tools/deps.sh

@@ -106,20 +106,30 @@ int kv_plan_count(const struct kv_plan_dev *d,
 		.remote_run = plan_remote_run,
 		.ctx = (void *)d,
 	};
+	const struct kxfer_plan_seg *order;
+	struct kxfer_plan_scratch *sc;
 	struct kxfer_plan_seg *ps;
 	unsigned int i;
+	bool overlap;
 	int ret;
 
 	ps = calloc(nsegs, sizeof(*ps));
-	if (!ps)
+	sc = malloc(sizeof(*sc) + 2 * (size_t)nsegs * sizeof(sc->segs[0]));
+	if (!ps || !sc) {
+		free(ps);
+		free(sc);
 		return -ENOMEM;
+	}
 	for (i = 0; i < nsegs; i++) {
 		ps[i].local_off = segs[i].local_off;
 		ps[i].remote_off = segs[i].remote_off;
 		ps[i].len = segs[i].len;
 	}
-	ret = kxfer_plan_count(&p, ps, nsegs);
+	/* A WRITE: in remote order unless the remote ranges overlap. */
+	order = kxfer_plan_order(ps, nsegs, false, sc, &overlap);
+	ret = kxfer_plan_count(&p, order, nsegs);
 	free(ps);
+	free(sc);
 	if (ret)
 		return ret;
 	*nwr = p.nwr;

@@ -38,6 +38,7 @@ static void kxfer_file_release(struct kref *ref)
 	kxfer_file_free_notes(kf);
 	kxfer_file_free_gates(kf);
 	mutex_destroy(&kf->kf_reap_mutex);
+	kvfree(kf->kf_msgs);
 	kvfree(kf->kf_ring);
 	kfree(kf);
 }
@@ -65,7 +66,11 @@ static int kxfer_open(struct inode *inode, struct file *filp)
 						      1, 1U << 20));
 	kf->kf_ring = kvcalloc(kf->kf_ring_size, sizeof(*kf->kf_ring),
 			       GFP_KERNEL);
-	if (!kf->kf_ring) {
+	kf->kf_msgs = kvcalloc(kf->kf_ring_size, sizeof(*kf->kf_msgs),
+			       GFP_KERNEL);
+	if (!kf->kf_ring || !kf->kf_msgs) {
+		kvfree(kf->kf_msgs);
+		kvfree(kf->kf_ring);
 		kfree(kf);
 		return -ENOMEM;
 	}
@@ -126,13 +131,16 @@ static long kxfer_ioc_query(struct kxfer_file *kf, void __user *uarg)
 
 	if (copy_from_user(&q, uarg, sizeof(q)))
 		return -EFAULT;
-	if (q.flags || !kxfer_zero(q.reserved, sizeof(q.reserved)))
+	if (q.flags || q.reserved0 ||
+	    !kxfer_zero(q.reserved, sizeof(q.reserved)))
 		return -EINVAL;
 
 	memset(&q, 0, sizeof(q));
 	q.api_version = KXFER_API_VERSION;
 	q.features = KXFER_FEAT_POOLS | KXFER_FEAT_JOBS | KXFER_FEAT_NOTIFY |
-		     KXFER_FEAT_USER_POOLS | KXFER_FEAT_DMABUF_POOLS;
+		     KXFER_FEAT_USER_POOLS | KXFER_FEAT_DMABUF_POOLS |
+		     KXFER_FEAT_NOTIFY_MSG | KXFER_FEAT_CANCEL;
+	q.max_notify_len = KXFER_NOTIFY_MSG_MAX;
 	q.max_pools_per_fd = kxfer_max_pools_per_fd;
 	q.max_segments = kxfer_max_segments;
 	q.max_jobs_per_submit = kxfer_max_jobs_per_submit;
@@ -228,6 +236,8 @@ static long kxfer_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		return kxfer_ioc_export_add(kf, uarg);
 	case KXFER_IOC_EXPORT_DEL:
 		return kxfer_ioc_export_del(kf, uarg);
+	case KXFER_IOC_CANCEL:
+		return kxfer_ioc_cancel(kf, uarg);
 	default:
 		return -ENOTTY;
 	}

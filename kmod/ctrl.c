@@ -495,10 +495,10 @@ static int kxfer_notify_half(struct kxfer_session *s, u32 token,
 		if (desc)
 			kxfer_notify_deliver(s, desc->mn_name,
 					     le64_to_cpu(desc->mn_value),
-					     le64_to_cpu(desc->mn_bytes));
+					     le64_to_cpu(desc->mn_bytes), NULL, 0);
 		else
 			kxfer_notify_deliver(s, h->ih_name, h->ih_value,
-					     h->ih_bytes);
+					     h->ih_bytes, NULL, 0);
 		h->ih_used = false;
 		return 0;
 	}
@@ -534,9 +534,29 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 		const struct kxfer_msg_notify *n = buf;
 
 		kxfer_notify_deliver(s, n->mn_name, le64_to_cpu(n->mn_value),
-				     le64_to_cpu(n->mn_bytes));
+				     le64_to_cpu(n->mn_bytes), NULL, 0);
 		return 0;
 	}
+	case KXFER_MSG_NOTIFY_MSG: {
+		const struct kxfer_msg_notify_msg *nm = buf;
+
+		kxfer_notify_deliver(s, nm->nm_notify.mn_name,
+				     le64_to_cpu(nm->nm_notify.mn_value),
+				     le64_to_cpu(nm->nm_notify.mn_bytes),
+				     nm->nm_data, le16_to_cpu(nm->nm_len));
+		return 0;
+	}
+	case KXFER_MSG_HELLO:
+		/* The connector's, once, before its export table ends. */
+		if (s->s_role != KXFER_PEER_ACCEPTOR || s->s_got_hello ||
+		    s->s_got_sync) {
+			*why = "unexpected HELLO";
+			return -EPROTO;
+		}
+		s->s_got_hello = true;
+		s->s_peer_features = kxfer_wire_features &
+			le32_to_cpu(((const struct kxfer_msg_hello *)buf)->mo_features);
+		return 0;
 	case KXFER_MSG_NOTIFY_DESC: {
 		const struct kxfer_msg_notify_desc *nd = buf;
 

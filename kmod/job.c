@@ -111,6 +111,8 @@ struct kxfer_task {
 	bool			j_imm;		/* NOTIFY by WRITE_WITH_IMM */
 	u32			j_op;
 	u64			j_notify_value;
+	void			*j_msg;		/* NOTIFY_MSG: its bytes */
+	u32			j_msg_len;
 	u64			j_rgen;
 	char			j_rname[KXFER_NAME_MAX];
 	u32			j_nparts;
@@ -130,7 +132,9 @@ static void kxfer_job_free_work(struct work_struct *work)
 	struct kxfer_task *job, *tmp;
 
 	llist_for_each_entry_safe(job, tmp, list, j_free) {
-		kxfer_pool_put(job->j_pool);
+		if (job->j_pool)
+			kxfer_pool_put(job->j_pool);
+		kfree(job->j_msg);
 		kxfer_session_put(job->j_sess);
 		kxfer_file_put(job->j_file);
 		kvfree(job);
@@ -217,7 +221,7 @@ static void kxfer_job_post(struct kxfer_task *job)
 	ev->wc_status = job->j_wc_status;
 	ev->sub = 0;
 	ev->peer = 0;
-	ev->reserved = 0;
+	ev->msg_len = 0;
 	kf->kf_inflight--;
 	spin_unlock_irqrestore(&kf->kf_lock, flags);
 	wake_up_interruptible(&kf->kf_wait);
@@ -301,6 +305,26 @@ void kxfer_job_sent(struct kxfer_task *job, int status)
 	kxfer_job_post(job);
 }
 
+/* A NOTIFY with the job's message; it fits a control message. */
+static void kxfer_job_send_msg(struct kxfer_session *s, struct kxfer_task *job)
+{
+	struct kxfer_msg_notify_msg *nm;
+	size_t len = sizeof(*nm) + job->j_msg_len;
+
+	BUILD_BUG_ON(sizeof(*nm) + KXFER_NOTIFY_MSG_MAX > KXFER_CTRL_MSG_SIZE);
+	nm = kzalloc(len, GFP_KERNEL);
+	if (!nm) {
+		kxfer_job_sent(job, -ENOMEM);
+		return;
+	}
+	kxfer_job_notify_msg(job, &nm->nm_notify);
+	nm->nm_len = cpu_to_le16(job->j_msg_len);
+	memcpy(nm->nm_data, job->j_msg, job->j_msg_len);
+	kxfer_ctrl_send_job(s, KXFER_MSG_NOTIFY_MSG, nm->nm_notify.mn_name,
+			    len - sizeof(nm->nm_notify.mn_hdr), job);
+	kfree(nm);
+}
+
 /**
  * kxfer_session_notify_flush - send the notifications of landed jobs
  * @s: the session
@@ -323,6 +347,10 @@ void kxfer_session_notify_flush(struct kxfer_session *s)
 		list_del_init(&job->j_notify_node);
 		if (!s->s_ctrl_up) {
 			kxfer_job_sent(job, -ECONNRESET);
+			continue;
+		}
+		if (job->j_msg) {
+			kxfer_job_send_msg(s, job);
 			continue;
 		}
 		kxfer_job_notify_msg(job, &n);
@@ -572,7 +600,8 @@ static void kxfer_job_imm(struct kxfer_task *job)
 	u32 token, i;
 
 	lockdep_assert_held(&s->s_mutex);
-	if (!job->j_notify || job->j_op != KXFER_OP_WRITE || !p->p_nwr)
+	if (!job->j_notify || job->j_msg || job->j_op != KXFER_OP_WRITE ||
+	    !job->j_nparts || !p->p_nwr)
 		return;
 	/* Only QP 0 has receives posted: every WR must be on it. */
 	for (i = 1; i < job->j_nparts; i++)
@@ -652,7 +681,9 @@ static void kxfer_job_abort(struct kxfer_task *job, int err)
 	for (i = 0; i < job->j_nparts; i++)
 		n += job->j_parts[i].p_nbatches;
 	kxfer_job_set_error(job, err, IB_WC_WR_FLUSH_ERR);
-	kxfer_job_batches_done(job, n);
+	/* One more for a job without batches (a notification alone). */
+	atomic_inc(&job->j_left);
+	kxfer_job_batches_done(job, n + 1);
 }
 
 static struct kxfer_rexport *kxfer_rexport_find(struct kxfer_session *s,
@@ -906,6 +937,27 @@ static int kxfer_job_build_atomic(struct kxfer_session *s,
 }
 
 /*
+ * A notification's message, and a notification alone: a WRITE without
+ * a pool or segments.
+ */
+static int kxfer_job_check_notify(const struct kxfer_job *uj)
+{
+	if (uj->flags & KXFER_JOB_NOTIFY_MSG) {
+		if (!(uj->flags & KXFER_JOB_NOTIFY) || !uj->notify_len ||
+		    uj->notify_len > KXFER_NOTIFY_MSG_MAX)
+			return -EINVAL;
+	} else if (uj->notify_len) {
+		return -EINVAL;
+	}
+	if (uj->nsegs)
+		return 0;
+	if (!(uj->flags & KXFER_JOB_NOTIFY) || uj->op != KXFER_OP_WRITE ||
+	    uj->pool || uj->segs)
+		return -EINVAL;
+	return 0;
+}
+
+/*
  * Validate one job, build its work requests and start it.  The start
  * happens under s_mutex, so that the session cannot be torn down and
  * reconnected (new PD, new remote keys) between building and posting.
@@ -916,8 +968,12 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 {
 	struct kxfer_plan_ctx pctx = {};
 	struct kxfer_plan plan = {};
-	struct kxfer_plan_seg *segs;
-	struct kxfer_plan_range *scratch = NULL;
+	struct kxfer_plan_seg *segs = NULL;
+	const struct kxfer_plan_seg *order;
+	struct kxfer_plan_scratch *scratch = NULL;
+	bool overlap;
+	bool bare = !uj->nsegs;		/* a notification alone */
+	void *msg = NULL;
 	struct kxfer_rhandle *rh;
 	struct kxfer_session *s;
 	struct kxfer_pool *pool;
@@ -951,19 +1007,28 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	default:
 		return -EINVAL;
 	}
-	if ((uj->flags & ~KXFER_JOB_FLAGS) || uj->reserved)
+	if ((uj->flags & ~KXFER_JOB_FLAGS) || uj->reserved ||
+	    kxfer_job_check_notify(uj))
 		return -EINVAL;
 	/* Operands only where the op has them. */
 	if ((!atomic && uj->compare_add) ||
 	    (uj->op != KXFER_OP_CAS && uj->swap))
 		return -EINVAL;
-	if (!uj->nsegs || uj->nsegs > kxfer_max_segments ||
-	    (atomic && uj->nsegs != 1))
+	if (uj->nsegs > kxfer_max_segments || (atomic && uj->nsegs != 1))
 		return -EINVAL;
 
+	if (uj->flags & KXFER_JOB_NOTIFY_MSG) {
+		msg = memdup_user(u64_to_user_ptr(uj->notify_value),
+				  uj->notify_len);
+		if (IS_ERR(msg))
+			return PTR_ERR(msg);
+	}
+	if (bare)
+		goto handles;
 	segs = kvmalloc_array(uj->nsegs, sizeof(*segs), GFP_KERNEL);
+	ret = -ENOMEM;
 	if (!segs)
-		return -ENOMEM;
+		goto out_segs;
 	/* struct kxfer_segment and struct kxfer_plan_seg share one layout */
 	BUILD_BUG_ON(sizeof(struct kxfer_segment) != sizeof(*segs));
 	if (copy_from_user(segs, u64_to_user_ptr(uj->segs),
@@ -977,13 +1042,14 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 		goto out_segs;
 	}
 
+handles:
 	/* Handles: each lookup takes its own reference. */
 	xa_lock(&kf->kf_pools);
 	pool = uj->pool ? xa_load(&kf->kf_pools, uj->pool) : NULL;
 	if (pool)
 		kref_get(&pool->kp_ref);
 	xa_unlock(&kf->kf_pools);
-	if (!pool) {
+	if (!pool && !bare) {
 		ret = -ENOENT;
 		goto out_segs;
 	}
@@ -1020,6 +1086,10 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	ret = -EACCES;
 	if (!(pctx.rx->rx_access & need))
 		goto out_unlock;
+	/* A peer whose kxfer is older cannot take a message. */
+	ret = -EOPNOTSUPP;
+	if (msg && !(s->s_peer_features & KXFER_WIRE_F_NOTIFY_MSG))
+		goto out_unlock;
 
 	for (i = 0; i < uj->nsegs; i++) {
 		u64 lend, rend;
@@ -1038,6 +1108,14 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 		}
 	}
 
+	if (bare) {
+		job = kvzalloc(sizeof(*job), GFP_KERNEL);
+		ret = -ENOMEM;
+		if (!job)
+			goto out_unlock;
+		nq = 0;
+		goto ready;
+	}
 	dma = kxfer_pool_dma(pool, s->s_dev);
 	ret = -ENOMEM;
 	if (!dma)
@@ -1063,7 +1141,21 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	plan.local_run = kxfer_local_run;
 	plan.remote_run = kxfer_remote_run;
 	plan.ctx = &pctx;
-	ret = kxfer_plan_count(&plan, segs, uj->nsegs);
+	/* In remote order unless that could change the result (plan.c). */
+	order = kxfer_plan_order(segs, uj->nsegs, uj->op == KXFER_OP_READ,
+				 NULL, &overlap);
+	if (!order) {
+		scratch = kvmalloc(struct_size(scratch, segs,
+					       2 * (size_t)uj->nsegs),
+				   GFP_KERNEL);
+		ret = -ENOMEM;
+		if (!scratch)
+			goto out_unlock;
+		order = kxfer_plan_order(segs, uj->nsegs,
+					 uj->op == KXFER_OP_READ, scratch,
+					 &overlap);
+	}
+	ret = kxfer_plan_count(&plan, order, uj->nsegs);
 	if (pctx.gap)
 		ret = -ERANGE;
 	/* The job's memory grows with its WRs: bound it. */
@@ -1073,21 +1165,7 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 		goto out_unlock;
 
 	/* Striped over the QPs unless the destinations overlap. */
-	nq = s->s_nqps;
-	/* Exact when it says no (ascending jobs); else sort to be sure. */
-	if (nq > 1 && kxfer_plan_overlap(segs, uj->nsegs,
-					 uj->op == KXFER_OP_READ, NULL)) {
-		scratch = kvmalloc_array(uj->nsegs, sizeof(*scratch),
-					 GFP_KERNEL);
-		if (!scratch) {
-			ret = -ENOMEM;
-			goto out_unlock;
-		}
-		if (kxfer_plan_overlap(segs, uj->nsegs,
-				       uj->op == KXFER_OP_READ, scratch))
-			nq = 1;
-		kvfree(scratch);
-	}
+	nq = overlap ? 1 : s->s_nqps;
 
 	size = sizeof(*job);
 	size += (size_t)plan.nwr * sizeof(*wrs);
@@ -1113,7 +1191,7 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	plan.sges = (void *)(plan.wrs + plan.nwr);
 	plan.sge_cap = plan.nsge;
 	memset(&plan.pos, 0, sizeof(plan.pos));
-	ret = kxfer_plan_build(&plan, segs, uj->nsegs);
+	ret = kxfer_plan_build(&plan, order, uj->nsegs);
 	if (ret || pctx.gap) {
 		ret = ret ?: -ERANGE;
 		goto out_job;
@@ -1198,7 +1276,9 @@ ready:
 	INIT_LIST_HEAD(&job->j_notify_node);
 	job->j_notify = uj->flags & KXFER_JOB_NOTIFY;
 	job->j_op = uj->op;
-	job->j_notify_value = uj->notify_value;
+	job->j_notify_value = msg ? 0 : uj->notify_value;
+	job->j_msg = msg;
+	job->j_msg_len = msg ? uj->notify_len : 0;
 	job->j_rgen = pctx.rx->rx_gen;
 	memcpy(job->j_rname, pctx.rx->rx_name, sizeof(job->j_rname));
 	job->j_user_data = uj->user_data;
@@ -1231,6 +1311,7 @@ ready:
 	if (!hold)
 		kxfer_job_start(job);
 	mutex_unlock(&s->s_mutex);
+	kvfree(scratch);
 	kvfree(segs);
 	return 0;
 
@@ -1241,9 +1322,12 @@ out_unlock:
 out_sess:
 	kxfer_session_put(s);
 out_pool:
-	kxfer_pool_put(pool);
+	if (pool)
+		kxfer_pool_put(pool);
 out_segs:
+	kvfree(scratch);
 	kvfree(segs);
+	kfree(msg);
 	return ret;
 }
 
@@ -1308,12 +1392,157 @@ long kxfer_ioc_submit(struct kxfer_file *kf, void __user *uarg)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Cancelling                                                              */
+/* ---------------------------------------------------------------------- */
+
+static bool kxfer_cancel_match(const struct kxfer_cancel *c,
+			       const struct kxfer_task *job)
+{
+	return !((job->j_user_data ^ c->user_data) & c->mask);
+}
+
+/* Jobs held behind a FENCE: never started, they end here. */
+static u32 kxfer_cancel_held(struct kxfer_file *kf,
+			     const struct kxfer_cancel *c)
+{
+	struct kxfer_task *job, *tmp;
+	struct kxfer_gate *g;
+	unsigned long flags;
+	LIST_HEAD(taken);
+	u32 n = 0;
+
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	list_for_each_entry(g, &kf->kf_gates, g_node)
+		list_for_each_entry_safe(job, tmp, &g->g_held, j_held_node) {
+			if (!kxfer_cancel_match(c, job))
+				continue;
+			/* As kxfer_gate_work() does: it counts until it ends. */
+			list_move_tail(&job->j_held_node, &taken);
+			g->g_inflight++;
+		}
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+
+	list_for_each_entry_safe(job, tmp, &taken, j_held_node) {
+		list_del_init(&job->j_held_node);
+		kxfer_job_abort(job, -ECANCELED);
+		n++;
+	}
+	return n;
+}
+
+/* Parts waiting whole in a QP's backlog: nothing of them was posted. */
+static u32 kxfer_cancel_backlog(struct kxfer_file *kf, struct kxfer_session *s,
+				const struct kxfer_cancel *c)
+{
+	struct kxfer_job_part *p, *tmp;
+	unsigned long flags;
+	LIST_HEAD(taken);
+	u32 i, n = 0;
+
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+
+		spin_lock_irqsave(&qp->q_post_lock, flags);
+		list_for_each_entry_safe(p, tmp, &qp->q_backlog, p_node)
+			/*
+			 * Not a NOTIFY by WRITE_WITH_IMM: its description is
+			 * on its way, and the peer would wait for the other
+			 * half for ever.
+			 */
+			if (p->p_job->j_file == kf && !p->p_posted &&
+			    !p->p_broken && !p->p_job->j_imm &&
+			    kxfer_cancel_match(c, p->p_job))
+				list_move_tail(&p->p_node, &taken);
+		spin_unlock_irqrestore(&qp->q_post_lock, flags);
+	}
+	list_for_each_entry_safe(p, tmp, &taken, p_node) {
+		list_del_init(&p->p_node);
+		kxfer_job_set_error(p->p_job, -ECANCELED, IB_WC_WR_FLUSH_ERR);
+		kxfer_job_batches_done(p->p_job, p->p_nbatches);
+		n++;
+	}
+	return n;
+}
+
+/**
+ * kxfer_ioc_cancel - KXFER_IOC_CANCEL
+ * @kf: the file
+ * @uarg: struct kxfer_cancel in user memory
+ *
+ * Return: 0, %-EFAULT or %-EINVAL.  May sleep.
+ */
+long kxfer_ioc_cancel(struct kxfer_file *kf, void __user *uarg)
+{
+	struct kxfer_session **sess;
+	struct kxfer_cancel c;
+	unsigned int ns = 0, i;
+	struct kxfer_gate *g;
+	unsigned long flags;
+
+	if (copy_from_user(&c, uarg, sizeof(c)))
+		return -EFAULT;
+	if (c.flags || !kxfer_zero(c.reserved, sizeof(c.reserved)))
+		return -EINVAL;
+
+	c.count = kxfer_cancel_held(kf, &c);
+
+	/* The sessions this file used: a gate each, never freed before it. */
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	list_for_each_entry(g, &kf->kf_gates, g_node)
+		ns++;
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	sess = kcalloc(ns, sizeof(*sess), GFP_KERNEL);
+	if (ns && !sess)
+		return -ENOMEM;
+	i = 0;
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	list_for_each_entry(g, &kf->kf_gates, g_node) {
+		if (i == ns)
+			break;
+		kxfer_session_get(g->g_sess);
+		sess[i++] = g->g_sess;
+	}
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	ns = i;
+	for (i = 0; i < ns; i++) {
+		c.count += kxfer_cancel_backlog(kf, sess[i], &c);
+		kxfer_session_put(sess[i]);
+	}
+	kfree(sess);
+	return copy_to_user(uarg, &c, sizeof(c)) ? -EFAULT : 0;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Events                                                                  */
 /* ---------------------------------------------------------------------- */
 
 static unsigned int kxfer_events_ready(struct kxfer_file *kf)
 {
 	return READ_ONCE(kf->kf_head) - READ_ONCE(kf->kf_tail);
+}
+
+/*
+ * A NOTIFY event's message goes to the reap's buffer.  -ENOSPC when it
+ * does not fit after events already taken by this call: the next call
+ * gets it; the first event of a call is never held back (its message is
+ * lost, KXFER_MSG_NONE), so that a reader without room cannot stall.
+ */
+static int kxfer_reap_msg(struct kxfer_reap *r, struct kxfer_event *ev,
+			  const void *msg, u32 *used)
+{
+	if (ev->type != KXFER_EV_NOTIFY || !ev->msg_len)
+		return 0;
+	if (!msg || !r->msgs || ev->msg_len > r->msgs_len - *used) {
+		if (r->count)
+			return -ENOSPC;
+		ev->msg_off = KXFER_MSG_NONE;
+		return 0;
+	}
+	if (copy_to_user(u64_to_user_ptr(r->msgs) + *used, msg, ev->msg_len))
+		return -EFAULT;
+	ev->msg_off = *used;
+	*used += ev->msg_len;
+	return 0;
 }
 
 /**
@@ -1328,14 +1557,14 @@ static unsigned int kxfer_events_ready(struct kxfer_file *kf)
 long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 {
 	struct kxfer_event __user *uev;
+	u32 msgs_used = 0;
 	struct kxfer_reap r;
 	ktime_t deadline;
 	long ret = 0;
 
 	if (copy_from_user(&r, uarg, sizeof(r)))
 		return -EFAULT;
-	if ((r.flags & ~KXFER_REAP_BUSY_POLL) ||
-	    !kxfer_zero(r.reserved, sizeof(r.reserved)))
+	if ((r.flags & ~KXFER_REAP_BUSY_POLL) || r.reserved)
 		return -EINVAL;
 	if (!r.max || r.min > r.max)
 		return -EINVAL;
@@ -1382,23 +1611,31 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 	mutex_lock(&kf->kf_reap_mutex);
 	r.count = 0;
 	while (r.count < r.max) {
-		unsigned int tail = READ_ONCE(kf->kf_tail);
+		unsigned int tail = READ_ONCE(kf->kf_tail), slot;
 		struct kxfer_event ev;
 		unsigned long flags;
+		int err;
 
 		spin_lock_irqsave(&kf->kf_lock, flags);
 		if (kf->kf_head == tail) {
 			spin_unlock_irqrestore(&kf->kf_lock, flags);
 			break;
 		}
-		ev = kf->kf_ring[tail & (kf->kf_ring_size - 1)];
+		slot = tail & (kf->kf_ring_size - 1);
+		ev = kf->kf_ring[slot];
 		spin_unlock_irqrestore(&kf->kf_lock, flags);
-		if (copy_to_user(&uev[r.count], &ev, sizeof(ev))) {
+		/* Only the reaper, which we are, takes kf_msgs[slot]. */
+		err = kxfer_reap_msg(&r, &ev, kf->kf_msgs[slot], &msgs_used);
+		if (err == -ENOSPC)
+			break;		/* the next call takes it */
+		if (err || copy_to_user(&uev[r.count], &ev, sizeof(ev))) {
 			ret = r.count ? ret : -EFAULT;
 			break;
 		}
 		spin_lock_irqsave(&kf->kf_lock, flags);
 		kf->kf_tail = tail + 1;
+		kfree(kf->kf_msgs[slot]);
+		kf->kf_msgs[slot] = NULL;
 		kxfer_file_refill(kf);
 		spin_unlock_irqrestore(&kf->kf_lock, flags);
 		r.count++;
@@ -1581,6 +1818,7 @@ struct kxfer_sub {
 struct kxfer_note {
 	struct list_head	n_node;
 	struct kxfer_event	n_ev;
+	void			*n_msg;		/* its message, or NULL */
 };
 
 #define KXFER_MAX_NOTES		65536	/* per file, past the ring */
@@ -1596,7 +1834,7 @@ static DEFINE_MUTEX(kxfer_sub_mutex);	/* protects kxfer_subs */
  * dropped, loudly.
  */
 static void kxfer_file_post_note(struct kxfer_file *kf,
-				 const struct kxfer_event *ev)
+				 const struct kxfer_event *ev, void *msg)
 {
 	struct kxfer_note *n = NULL;
 	unsigned long flags;
@@ -1605,11 +1843,15 @@ static void kxfer_file_post_note(struct kxfer_file *kf,
 	spin_lock_irqsave(&kf->kf_lock, flags);
 	if (list_empty(&kf->kf_notes) &&
 	    kf->kf_inflight + (kf->kf_head - kf->kf_tail) < kf->kf_ring_size) {
-		kf->kf_ring[kf->kf_head++ & (kf->kf_ring_size - 1)] = *ev;
+		unsigned int slot = kf->kf_head++ & (kf->kf_ring_size - 1);
+
+		kf->kf_ring[slot] = *ev;
+		kf->kf_msgs[slot] = msg;
 	} else if (kf->kf_nnotes < KXFER_MAX_NOTES) {
 		n = kmalloc(sizeof(*n), GFP_ATOMIC);
 		if (n) {
 			n->n_ev = *ev;
+			n->n_msg = msg;
 			list_add_tail(&n->n_node, &kf->kf_notes);
 			kf->kf_nnotes++;
 		} else {
@@ -1619,8 +1861,10 @@ static void kxfer_file_post_note(struct kxfer_file *kf,
 		dropped = true;
 	}
 	spin_unlock_irqrestore(&kf->kf_lock, flags);
-	if (dropped)
+	if (dropped) {
+		kfree(msg);
 		pr_warn_ratelimited("kxfer: a notification was dropped: its reader is not reaping\n");
+	}
 	wake_up_interruptible(&kf->kf_wait);
 }
 
@@ -1633,7 +1877,10 @@ static void kxfer_file_refill(struct kxfer_file *kf)
 					     n_node)) &&
 	       kf->kf_inflight + (kf->kf_head - kf->kf_tail) <
 	       kf->kf_ring_size) {
-		kf->kf_ring[kf->kf_head++ & (kf->kf_ring_size - 1)] = n->n_ev;
+		unsigned int slot = kf->kf_head++ & (kf->kf_ring_size - 1);
+
+		kf->kf_ring[slot] = n->n_ev;
+		kf->kf_msgs[slot] = n->n_msg;
 		list_del(&n->n_node);
 		kf->kf_nnotes--;
 		kfree(n);
@@ -1641,16 +1888,23 @@ static void kxfer_file_refill(struct kxfer_file *kf)
 }
 
 /**
- * kxfer_file_free_notes - free notifications nobody reaped (last put)
+ * kxfer_file_free_notes - free notifications nobody reaped, and their
+ *	messages (last put)
  * @kf: the file's context
  */
 void kxfer_file_free_notes(struct kxfer_file *kf)
 {
 	struct kxfer_note *n, *tmp;
 
-	list_for_each_entry_safe(n, tmp, &kf->kf_notes, n_node)
+	unsigned int i;
+
+	list_for_each_entry_safe(n, tmp, &kf->kf_notes, n_node) {
+		kfree(n->n_msg);
 		kfree(n);
+	}
 	INIT_LIST_HEAD(&kf->kf_notes);
+	for (i = 0; i < kf->kf_ring_size; i++)
+		kfree(kf->kf_msgs[i]);
 }
 
 /**
@@ -1659,17 +1913,22 @@ void kxfer_file_free_notes(struct kxfer_file *kf)
  * @export: the local export's name (checked by wire.c)
  * @value: the job's notify value
  * @bytes: the job's bytes
+ * @msg: the job's message (checked by wire.c), or %NULL
+ * @msg_len: its bytes
  *
- * One event to each file subscribed to @export.  Caller holds s_mutex.
+ * One event to each file subscribed to @export, each with its own copy
+ * of @msg (a subscriber without memory for it gets the event without it).
+ * Caller holds s_mutex.
  */
 void kxfer_notify_deliver(struct kxfer_session *s, const char *export,
-			  u64 value, u64 bytes)
+			  u64 value, u64 bytes, const void *msg, u32 msg_len)
 {
 	struct kxfer_event ev = {
 		.type = KXFER_EV_NOTIFY,
 		.user_data = value,
 		.bytes = bytes,
 		.peer = s->s_id,
+		.msg_len = msg_len,
 	};
 	struct kxfer_sub *sb;
 
@@ -1677,10 +1936,16 @@ void kxfer_notify_deliver(struct kxfer_session *s, const char *export,
 	trace_notify(s->s_id, false, export, value, bytes);
 	mutex_lock(&kxfer_sub_mutex);
 	list_for_each_entry(sb, &kxfer_subs, sb_node) {
+		void *copy = NULL;
+
 		if (strcmp(sb->sb_export, export))
 			continue;
 		ev.sub = sb->sb_handle;
-		kxfer_file_post_note(sb->sb_file, &ev);
+		if (msg_len) {
+			copy = kmemdup(msg, msg_len, GFP_KERNEL);
+			ev.msg_off = copy ? 0 : KXFER_MSG_NONE;
+		}
+		kxfer_file_post_note(sb->sb_file, &ev, copy);
 	}
 	mutex_unlock(&kxfer_sub_mutex);
 }

@@ -318,6 +318,7 @@ extern char kxfer_node_name[KXFER_NAME_MAX];
 extern unsigned int kxfer_keepalive_ms;
 extern unsigned int kxfer_keepalive_timeout_ms;
 extern unsigned int kxfer_reconnect_max_ms;
+extern unsigned int kxfer_wire_features;
 
 /* rdma_cm id contexts start with this tag, to tell listeners from QPs. */
 enum kxfer_cm_kind {
@@ -540,6 +541,8 @@ struct kxfer_session {
 	bool			s_ctrl_up;
 	bool			s_sent_sync;
 	bool			s_got_sync;
+	bool			s_got_hello;	/* acceptor: the connector's */
+	u32			s_peer_features;	/* KXFER_WIRE_F_* both speak */
 	/* last sign of life: a message in, or one of ours acknowledged */
 	u64			s_last_rx_ns;
 	u64			s_ka_sent_ns;	/* outstanding probe, or 0 */
@@ -686,6 +689,8 @@ extern unsigned int kxfer_stripe;
  * @kf_reap_mutex: one reaper at a time, so that events are taken only
  *	once they reached user memory
  * @kf_ring: completion events, kf_ring_size (a power of two) entries
+ * @kf_msgs: the message of the NOTIFY event in the same ring slot, or
+ *	%NULL; set with the event under kf_lock, taken by the reaper
  * @kf_head: next event to post (free running)
  * @kf_tail: next event to reap (free running)
  * @kf_inflight: jobs accepted and not yet completed; with the events not
@@ -700,6 +705,7 @@ struct kxfer_file {
 	wait_queue_head_t	kf_wait;
 	struct mutex		kf_reap_mutex;	/* one reaper at a time */
 	struct kxfer_event	*kf_ring;
+	void			**kf_msgs;
 	unsigned int		kf_ring_size;
 	unsigned int		kf_head;
 	unsigned int		kf_tail;
@@ -732,6 +738,7 @@ long kxfer_ioc_peer_lookup(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_submit(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg);
+long kxfer_ioc_cancel(struct kxfer_file *kf, void __user *uarg);
 __poll_t kxfer_file_poll(struct kxfer_file *kf, struct file *filp,
 			 poll_table *wait);
 void kxfer_file_drop_handles(struct kxfer_file *kf);
@@ -746,7 +753,7 @@ void kxfer_job_sent(struct kxfer_task *job, int status);
 void kxfer_session_notify_flush(struct kxfer_session *s);
 void kxfer_session_notify_fail(struct kxfer_session *s);
 void kxfer_notify_deliver(struct kxfer_session *s, const char *export,
-			  u64 value, u64 bytes);
+			  u64 value, u64 bytes, const void *msg, u32 msg_len);
 long kxfer_ioc_notify_sub(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_notify_unsub(struct kxfer_file *kf, void __user *uarg);
 void kxfer_file_drop_subs(struct kxfer_file *kf);

@@ -25,6 +25,10 @@
  * segments overlap on the remote side the later one wins, as it should.
  * Across QPs there is no order, hence kxfer_plan_overlap().
  *
+ * Which order the segments come in is decided before, by
+ * kxfer_plan_order(): the job's own, or the same segments sorted by
+ * remote offset when that changes no byte of the result.
+ *
  * Cost: O(nsegs + nwr + nsge) time plus one callback call per local run
  * and per remote run entered (each callback's last answer is reused while
  * offsets stay inside it), O(1) memory besides the output.
@@ -580,4 +584,194 @@ bool kxfer_plan_overlap(const struct kxfer_plan_seg *segs, u32 nsegs,
 		if (scratch[i].start < scratch[i - 1].end)
 			return true;
 	return false;
+}
+
+/*
+ * Ordering a job for the planner.  The key of a segment is its offset on
+ * one side; the sort is a stable least-significant-digit radix sort, 8
+ * bits a pass, over only the bytes in which some keys differ (at most 8
+ * passes, 3 for offsets below 4 GiB aligned to 256 bytes), from the job
+ * into the two halves of the scratch, turn about; tiny jobs are
+ * insertion-sorted.  O(nsegs) time per pass and no recursion, whatever
+ * the input, and a stack of a few words.
+ */
+#define PLAN_ORDER_SMALL	16
+
+static inline u64 plan_key(const struct kxfer_plan_seg *s, bool local)
+{
+	return local ? s->local_off : s->remote_off;
+}
+
+/* Whether one side's ranges, in job order, are ascending and disjoint. */
+static bool plan_ascending(const struct kxfer_plan_seg *segs, u32 n,
+			   bool local)
+{
+	u64 end = 0;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		u64 start = plan_key(&segs[i], local);
+
+		if (i && start < end)
+			return false;
+		end = start + segs[i].len;
+	}
+	return true;
+}
+
+/*
+ * Whether two ranges of one side share a byte, the segments sorted by
+ * that side: a range that overlaps a later one overlaps the next one,
+ * which starts between them.
+ */
+static bool plan_sorted_overlap(const struct kxfer_plan_seg *v, u32 n,
+				bool local)
+{
+	u32 i;
+
+	for (i = 1; i < n; i++)
+		if (plan_key(&v[i], local) <
+		    plan_key(&v[i - 1], local) + v[i - 1].len)
+			return true;
+	return false;
+}
+
+/* Stable; copies @src (@n > 0) into @dst, sorted by one side. */
+static void plan_order_insertion(const struct kxfer_plan_seg *src, u32 n,
+				 bool local, struct kxfer_plan_seg *dst)
+{
+	u32 i, j;
+
+	for (i = 0; i < n; i++) {
+		u64 k = plan_key(&src[i], local);
+
+		for (j = i; j && plan_key(&dst[j - 1], local) > k; j--)
+			dst[j] = dst[j - 1];
+		dst[j] = src[i];
+	}
+}
+
+/*
+ * The segments @src[0..@n) sorted by one side, stably: @src itself when
+ * every key is equal, else one of the two halves of @sc->segs.
+ */
+static const struct kxfer_plan_seg *
+plan_order_sort(const struct kxfer_plan_seg *src, u32 n, bool local,
+		struct kxfer_plan_scratch *sc)
+{
+	struct kxfer_plan_seg *out = sc->segs, *other = sc->segs + n;
+	const struct kxfer_plan_seg *in = src;
+	u64 all_or = 0, all_and = U64_MAX, diff;
+	unsigned int shift;
+	u32 i, d, sum;
+
+	for (i = 0; i < n; i++) {
+		u64 k = plan_key(&src[i], local);
+
+		all_or |= k;
+		all_and &= k;
+	}
+	diff = n ? all_or ^ all_and : 0;
+	if (!diff)
+		return src;
+	if (n <= PLAN_ORDER_SMALL) {
+		plan_order_insertion(src, n, local, out);
+		return out;
+	}
+	/* Each pass goes into the other half, the first into sc->segs. */
+	for (shift = 0; shift < 64; shift += 8) {
+		struct kxfer_plan_seg *t;
+
+		if (!((diff >> shift) & (KXFER_PLAN_RADIX - 1)))
+			continue;
+		for (d = 0; d < KXFER_PLAN_RADIX; d++)
+			sc->count[d] = 0;
+		for (i = 0; i < n; i++)
+			sc->count[(plan_key(&in[i], local) >> shift) &
+				  (KXFER_PLAN_RADIX - 1)]++;
+		for (d = 0, sum = 0; d < KXFER_PLAN_RADIX; d++) {
+			u32 c = sc->count[d];
+
+			sc->count[d] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++)
+			out[sc->count[(plan_key(&in[i], local) >> shift) &
+				      (KXFER_PLAN_RADIX - 1)]++] = in[i];
+		in = out;
+		t = other;
+		other = out;
+		out = t;
+	}
+	return in;
+}
+
+/**
+ * kxfer_plan_order - the order in which to plan a job's segments
+ * @segs: the job's segments, validated: each @len > 0, no range wraps
+ * @nsegs: entries of @segs
+ * @dst_local: the local side is the destination (a READ), not the remote
+ *	side (a WRITE)
+ * @scratch: working memory for 2 * @nsegs segments (see struct
+ *	kxfer_plan_scratch), or NULL
+ * @overlap: out, whether two segments' destination ranges share a byte,
+ *	exactly as kxfer_plan_overlap() answers it
+ *
+ * When no two segments share a destination byte, nor a remote byte, the
+ * order in which they are executed changes nothing in the result, and
+ * the segments sorted by remote offset plan into the fewest WRs: every
+ * run of remote-contiguous segments, wherever the job lists its parts,
+ * becomes one WR of up to max_sge SGEs (or fewer, longer ones), as it
+ * would for a job listed in remote order.  Otherwise the job's own order
+ * is kept, and with it the rule that a later segment wins.
+ *
+ * (Sorted, the WRs are never more, when the run callbacks describe fixed
+ * boundaries: with disjoint remote ranges each WR of the job's own plan
+ * is a remote-contiguous run of its bytes, hence also a run of the
+ * sorted bytes, and the greedy planner makes the fewest WRs of a given
+ * byte order.)
+ *
+ * A job whose ranges are already ascending on the sides that matter
+ * needs no scratch and costs one or two passes over @segs.  Otherwise
+ * the segments are copied into @scratch and sorted, in O(@nsegs) per
+ * byte of key that varies: at most 8 passes, no recursion, no allocation.
+ * With a NULL @scratch the function says only whether it needs one.
+ *
+ * The planner's positions (&struct kxfer_plan.pos) then index the
+ * returned array; each of its segments is one of @segs, whole, so SGEs
+ * keep the local offsets that go with their remote ones.
+ *
+ * Return: the segments to plan, @nsegs of them: @segs itself, or a
+ * sorted copy inside @scratch (valid while @scratch is); NULL only when
+ * @scratch is NULL and needed, in which case *@overlap is not set.
+ */
+const struct kxfer_plan_seg *
+kxfer_plan_order(const struct kxfer_plan_seg *segs, u32 nsegs, bool dst_local,
+		 struct kxfer_plan_scratch *scratch, bool *overlap)
+{
+	bool remote_asc = plan_ascending(segs, nsegs, false);
+	bool dst_asc = dst_local ? plan_ascending(segs, nsegs, true) :
+				   remote_asc;
+	const struct kxfer_plan_seg *v;
+
+	if (dst_asc && remote_asc) {
+		*overlap = false;
+		return segs;
+	}
+	if (!scratch)
+		return NULL;
+	if (!dst_asc) {
+		v = plan_order_sort(segs, nsegs, dst_local, scratch);
+		*overlap = plan_sorted_overlap(v, nsegs, dst_local);
+		if (*overlap)
+			return segs;
+		if (!dst_local)
+			return v;	/* a WRITE: sorted by remote already */
+	}
+	*overlap = false;
+	if (remote_asc)
+		return segs;
+	/* A READ to disjoint local ranges: its remote ranges may overlap. */
+	v = plan_order_sort(segs, nsegs, false, scratch);
+	return plan_sorted_overlap(v, nsegs, false) ? segs : v;
 }

@@ -23,6 +23,13 @@
  * bytes in the same order as executing the segments one by one, so even
  * segments that overlap on the destination side give the same result
  * (the later one wins): the planner never reorders anything.
+ *
+ * The order is chosen before planning, by kxfer_plan_order(): when no
+ * destination byte is named by two segments (and no remote byte either),
+ * the order of the segments changes no result, and planning them sorted
+ * by remote offset gathers every remote-contiguous run of segments, in
+ * whatever order the job listed them, into as few WRs as a job listed in
+ * remote order gets.  Otherwise they are planned as the job lists them.
  */
 #ifndef _KXFER_PLAN_H
 #define _KXFER_PLAN_H
@@ -92,7 +99,9 @@ struct kxfer_plan_pos {
  * @sges: in, where SGEs go; NULL to count only
  * @sge_cap: in, entries of @sges
  * @pos: in/out, where planning starts (zero for a new job) and, after a
- *	call, where the next call continues
+ *	call, where the next call continues; an index into the segment
+ *	array the calls are given (the one kxfer_plan_order() returned),
+ *	which must be the same for every call of one plan
  * @nwr: out, WRs written by the last call
  * @nsge: out, SGEs written by the last call
  * @bytes: out, bytes covered by those WRs
@@ -129,6 +138,22 @@ struct kxfer_plan_range {
 	u64	end;
 };
 
+/* Digits of the radix sort of kxfer_plan_order(): 8 bits. */
+#define KXFER_PLAN_RADIX	256
+
+/**
+ * struct kxfer_plan_scratch - working memory of kxfer_plan_order()
+ * @count: the radix sort's histogram
+ * @segs: room for 2 * nsegs segments: two sorted copies of the job
+ *
+ * Sized for a job of nsegs segments by struct_size(s, segs, 2 * nsegs),
+ * that is 1 KiB + 48 bytes a segment.
+ */
+struct kxfer_plan_scratch {
+	u32			count[KXFER_PLAN_RADIX];
+	struct kxfer_plan_seg	segs[];
+};
+
 int kxfer_plan_build(struct kxfer_plan *p, const struct kxfer_plan_seg *segs,
 		     u32 nsegs);
 int kxfer_plan_count(struct kxfer_plan *p, const struct kxfer_plan_seg *segs,
@@ -137,5 +162,8 @@ u64 kxfer_plan_bound(const struct kxfer_plan_seg *segs, u32 nsegs,
 		     u64 stripe, u64 local_min, u64 remote_min);
 bool kxfer_plan_overlap(const struct kxfer_plan_seg *segs, u32 nsegs,
 			bool dst_local, struct kxfer_plan_range *scratch);
+const struct kxfer_plan_seg *
+kxfer_plan_order(const struct kxfer_plan_seg *segs, u32 nsegs, bool dst_local,
+		 struct kxfer_plan_scratch *scratch, bool *overlap);
 
 #endif /* _KXFER_PLAN_H */

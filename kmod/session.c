@@ -54,6 +54,12 @@ module_param_named(keepalive_timeout_ms, kxfer_keepalive_timeout_ms, uint, 0644)
 MODULE_PARM_DESC(keepalive_timeout_ms,
 		 "Declare a peer dead after this long without a sign of life (default 5000)");
 
+/* What this node speaks beyond protocol version 1: all, unless tested */
+unsigned int kxfer_wire_features = KXFER_WIRE_FEATURES;
+module_param_named(wire_features, kxfer_wire_features, uint, 0644);
+MODULE_PARM_DESC(wire_features,
+		 "Protocol features offered to new sessions, KXFER_WIRE_F_* bits (default all; 0 behaves as a kxfer of protocol version 1, for tests)");
+
 unsigned int kxfer_reconnect_max_ms = 5000;
 module_param_named(reconnect_max_ms, kxfer_reconnect_max_ms, uint, 0644);
 MODULE_PARM_DESC(reconnect_max_ms, "Longest reconnect backoff (default 5000)");
@@ -472,6 +478,8 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 	s->s_ctrl_up = false;
 	s->s_sent_sync = false;
 	s->s_got_sync = false;
+	s->s_got_hello = false;
+	s->s_peer_features = 0;
 	/* Handlers of the destroyed ids may have left bits behind. */
 	clear_bit(KXFER_SE_RX, &s->s_events);
 	clear_bit(KXFER_SE_TX, &s->s_events);
@@ -571,6 +579,15 @@ static void kxfer_session_down(struct kxfer_session *s)
 static void kxfer_session_ctrl_start(struct kxfer_session *s)
 {
 	s->s_ctrl_up = true;
+	/* First of all: tell a newer acceptor what we speak too. */
+	if (s->s_role == KXFER_PEER_CONNECTOR && s->s_peer_features) {
+		struct kxfer_msg_hello h = {
+			.mo_features = cpu_to_le32(s->s_peer_features),
+		};
+
+		kxfer_ctrl_send(s, KXFER_MSG_HELLO, &h.mo_features,
+				sizeof(h) - sizeof(h.mo_hdr));
+	}
 	s->s_last_rx_ns = kxfer_now_ns();
 	set_bit(KXFER_SE_REGS, &s->s_events);
 	mod_delayed_work(kxfer_wq, &s->s_timer,
@@ -848,7 +865,8 @@ static int kxfer_qp_established(struct kxfer_qp *qp, struct rdma_cm_event *ev)
 	qp->q_remote_qpn = ev->param.conn.qp_num;
 	if (s->s_role != KXFER_PEER_CONNECTOR || qp->q_index)
 		return 0;
-	if (!wa || ev->param.conn.private_data_len < sizeof(*wa) ||
+	if (!wa || ev->param.conn.private_data_len <
+		   offsetof(struct kxfer_wire_accept, wa_features) ||
 	    le32_to_cpu(wa->wa_magic) != KXFER_WIRE_MAGIC ||
 	    le16_to_cpu(wa->wa_version) != KXFER_WIRE_VERSION ||
 	    !le16_to_cpu(wa->wa_recv_credits) ||
@@ -856,6 +874,10 @@ static int kxfer_qp_established(struct kxfer_qp *qp, struct rdma_cm_event *ev)
 	    kxfer_wire_check_name(wa->wa_node))
 		return -EPROTO;
 	spin_lock_irqsave(&s->s_lock, flags);
+	/* Zero from an acceptor that predates it: the CM pads with zeros. */
+	if (ev->param.conn.private_data_len >= sizeof(*wa))
+		s->s_peer_features = le32_to_cpu(wa->wa_features) &
+				     READ_ONCE(kxfer_wire_features);
 	s->s_credits = le16_to_cpu(wa->wa_recv_credits);
 	s->s_credits_max = s->s_credits;
 	memcpy(s->s_remote_node, wa->wa_node, sizeof(s->s_remote_node));
@@ -1074,6 +1096,8 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 	wa.wa_magic = cpu_to_le32(KXFER_WIRE_MAGIC);
 	wa.wa_version = cpu_to_le16(KXFER_WIRE_VERSION);
 	wa.wa_recv_credits = cpu_to_le16(KXFER_CTRL_RECVS);
+	wa.wa_features = cpu_to_le32(READ_ONCE(kxfer_wire_features) &
+				     KXFER_WIRE_FEATURES);
 	strscpy(wa.wa_node, kxfer_node_name, sizeof(wa.wa_node));
 	kxfer_conn_param(s, &param, &wa, sizeof(wa));
 	/* Events for this id come to the QP from now on. */

@@ -217,6 +217,33 @@ int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
 			return -EINVAL;
 		}
 		return 0;
+	case KXFER_MSG_NOTIFY_MSG: {
+		const struct kxfer_msg_notify_msg *nm = buf;
+		unsigned int n;
+
+		if (len < sizeof(*nm))
+			goto bad_len;
+		n = le16_to_cpu(nm->nm_len);
+		if (!n || n > KXFER_NOTIFY_MSG_MAX || len != sizeof(*nm) + n)
+			goto bad_len;
+		if (kxfer_wire_check_name(nm->nm_notify.mn_name)) {
+			*why = "bad export name";
+			return -EINVAL;
+		}
+		if (nm->nm_pad[0] || nm->nm_pad[1] || nm->nm_pad[2]) {
+			*why = "non-zero padding";
+			return -EINVAL;
+		}
+		return 0;
+	}
+	case KXFER_MSG_HELLO:
+		if (len != sizeof(struct kxfer_msg_hello))
+			goto bad_len;
+		if (((const struct kxfer_msg_hello *)buf)->mo_pad) {
+			*why = "non-zero padding";
+			return -EINVAL;
+		}
+		return 0;
 	case KXFER_MSG_NOTIFY_DESC: {
 		const struct kxfer_msg_notify_desc *nd = buf;
 

@@ -38,13 +38,29 @@ struct kxfer_wire_conn {
 	__le32	wc_incarnation;	/* random per module load, 0: not told */
 };
 
-/* rdma_accept() private data: the acceptor's identity. */
+/*
+ * rdma_accept() private data: the acceptor's identity, and what it
+ * speaks beyond version 1 (KXFER_WIRE_F_*).  An older acceptor sends no
+ * wa_features: the CM pads the reply's private data with zeros, so it
+ * reads as none.
+ */
 struct kxfer_wire_accept {
 	__le32	wa_magic;
 	__le16	wa_version;
 	__le16	wa_recv_credits;
 	__u8	wa_node[KXFER_WIRE_NAME_MAX];
+	__le32	wa_features;
 };
+
+/*
+ * Features beyond version 1.  The acceptor says what it speaks in its
+ * accept; a connector that speaks any of them answers with a HELLO as its
+ * first control message (an older acceptor would refuse one, and an older
+ * connector sends none).  Either side uses a feature only once the other
+ * said it speaks it.
+ */
+#define KXFER_WIRE_F_NOTIFY_MSG	(1U << 0)	/* KXFER_MSG_NOTIFY_MSG */
+#define KXFER_WIRE_FEATURES	KXFER_WIRE_F_NOTIFY_MSG
 
 /* rdma_reject() private data: why. */
 struct kxfer_wire_reject {
@@ -70,6 +86,8 @@ enum kxfer_msg_type {
 	KXFER_MSG_KEEPALIVE_ACK,	/* answer; echoes the probe's stamp */
 	KXFER_MSG_NOTIFY,		/* a NOTIFY job's data has landed */
 	KXFER_MSG_NOTIFY_DESC,		/* what a WRITE_WITH_IMM notifies */
+	KXFER_MSG_HELLO,		/* the connector's features */
+	KXFER_MSG_NOTIFY_MSG,		/* a NOTIFY with the sender's bytes */
 	__KXFER_MSG_MAX,
 };
 
@@ -141,6 +159,24 @@ struct kxfer_msg_notify_desc {
 	struct kxfer_msg_notify	nd_notify;	/* its mn_hdr is the header */
 	__le32	nd_token;
 	__le32	nd_pad;		/* 0 */
+};
+
+/* Bytes a notification may carry (KXFER_MSG_NOTIFY_MSG) */
+#define KXFER_NOTIFY_MSG_MAX	1024
+
+/* A NOTIFY, sent as kxfer_msg_notify is, with the job's message. */
+struct kxfer_msg_notify_msg {
+	struct kxfer_msg_notify	nm_notify;	/* its mn_hdr is the header */
+	__le16	nm_len;		/* bytes at nm_data, 1..KXFER_NOTIFY_MSG_MAX */
+	__le16	nm_pad[3];	/* 0 */
+	__u8	nm_data[];
+};
+
+/* The connector's features (KXFER_WIRE_F_*), its first control message. */
+struct kxfer_msg_hello {
+	struct kxfer_msg_hdr	mo_hdr;
+	__le32	mo_features;	/* unknown bits are ignored */
+	__le32	mo_pad;		/* 0 */
 };
 
 struct kxfer_msg_keepalive {

@@ -517,23 +517,24 @@ static void fz_query(struct thr *t, struct kfd *k)
 	if (chance(&t->rng, 4))
 		q.flags = rval(&t->rng);
 	if (chance(&t->rng, 4))
-		q.reserved[rbelow(&t->rng, 4)] = rval(&t->rng);
+		q.reserved[rbelow(&t->rng, 3)] = rval(&t->rng);
+	if (chance(&t->rng, 16))
+		q.reserved0 = rval(&t->rng);
 	if (chance(&t->rng, 8))
 		q.api_version = rnd(&t->rng);	/* out fields: ignored */
-	if (q.flags || q.reserved[0] || q.reserved[1] || q.reserved[2] ||
-	    q.reserved[3])
+	if (q.flags || q.reserved0 || q.reserved[0] ||
+	    q.reserved[1] || q.reserved[2])
 		exact = EINVAL;
 	in = q;
 	p = place(t, pk, &q, sizeof(q), &good, 0);
 	if (ptr_faults(pk) || pk == P_CROSS || (pk == P_RO && !exact))
 		exact = EFAULT;
 	snprintf(t->desc, sizeof(t->desc),
-		 "QUERY fd %d arg %s %p flags 0x%x reserved %llx,%llx,%llx,%llx",
-		 k->fd, ptr_name[pk], p, in.flags,
+		 "QUERY fd %d arg %s %p flags 0x%x reserved %x,%llx,%llx,%llx",
+		 k->fd, ptr_name[pk], p, in.flags, in.reserved0,
 		 (unsigned long long)in.reserved[0],
 		 (unsigned long long)in.reserved[1],
-		 (unsigned long long)in.reserved[2],
-		 (unsigned long long)in.reserved[3]);
+		 (unsigned long long)in.reserved[2]);
 	ret = do_ioctl(k->fd, KXFER_IOC_QUERY, p, &err);
 	check_errno(t, C_QUERY, ret, err, exact, NULL);
 	if (ret)
@@ -544,7 +545,7 @@ static void fz_query(struct thr *t, struct kfd *k)
 	    q.max_segments != limits.max_segments ||
 	    q.max_jobs_per_submit != limits.max_jobs_per_submit ||
 	    q.max_inflight != limits.max_inflight || q.reserved[0] ||
-	    q.reserved[3] || q.flags)
+	    q.reserved[2] || q.reserved0 || q.flags)
 		fail(t, "QUERY answered differently: api %u segs %u",
 		     q.api_version, q.max_segments);
 }
@@ -1040,8 +1041,8 @@ static void check_event(struct thr *t, struct kfd *k,
 {
 	__u64 want;
 
-	if (ev->reserved)
-		fail(t, "event reserved %u", ev->reserved);
+	if (ev->msg_len)	/* nobody sends messages here */
+		fail(t, "event msg_len %u", ev->msg_len);
 	if (kptr_like(ev->user_data) || kptr_like(ev->bytes))
 		fail(t, "event holds a kernel address? 0x%llx 0x%llx",
 		     (unsigned long long)ev->user_data,
@@ -1118,7 +1119,7 @@ static unsigned int fz_reap(struct thr *t, struct kfd *k, bool plain,
 		if (chance(&t->rng, 12))
 			r.flags = rval(&t->rng);
 		if (chance(&t->rng, 12))
-			r.reserved[rbelow(&t->rng, 2)] = rval(&t->rng);
+			r.reserved = rval(&t->rng);
 		if (chance(&t->rng, 12))
 			r.max = rval(&t->rng);
 		if (chance(&t->rng, 12))
@@ -1128,8 +1129,8 @@ static unsigned int fz_reap(struct thr *t, struct kfd *k, bool plain,
 		if (chance(&t->rng, 4))
 			r.count = rnd(&t->rng);
 	}
-	if ((r.flags & ~KXFER_REAP_BUSY_POLL) || r.reserved[0] ||
-	    r.reserved[1] || !r.max || r.min > r.max)
+	if ((r.flags & ~KXFER_REAP_BUSY_POLL) || r.reserved ||
+	    !r.max || r.min > r.max)
 		exact = EINVAL;
 	/* A max past our room only with bad parameters or a bad array. */
 	if (r.max > room && exact < 0 && ek == P_GOOD)
@@ -1156,12 +1157,10 @@ static unsigned int fz_reap(struct thr *t, struct kfd *k, bool plain,
 	if (ptr_faults(pk) || pk == P_CROSS)
 		exact = EFAULT;
 	snprintf(t->desc, sizeof(t->desc),
-		 "REAP fd %d arg %s %p events %s 0x%llx max %u min %u timeout %lld flags 0x%x reserved %llx,%llx",
+		 "REAP fd %d arg %s %p events %s 0x%llx max %u min %u timeout %lld flags 0x%x reserved %x",
 		 k->fd, ptr_name[pk], p, ptr_name[ek],
 		 (unsigned long long)in.events, in.max, in.min,
-		 (long long)in.timeout_ns, in.flags,
-		 (unsigned long long)in.reserved[0],
-		 (unsigned long long)in.reserved[1]);
+		 (long long)in.timeout_ns, in.flags, in.reserved);
 	ret = do_ioctl(k->fd, KXFER_IOC_REAP, p, &err);
 	check_errno(t, C_REAP, ret, err, exact, NULL);
 

@@ -148,6 +148,9 @@ static const struct attr a_pool[] = {
 	[KXFER_A_POOL_DEVICE] = { T_NEST, S_POOLDEV },
 	[KXFER_A_POOL_ALLOC_NS] = { T_U64 },
 	[KXFER_A_POOL_MAP_NS] = { T_U64 },
+	[KXFER_A_POOL_KIND] = { T_U32 },
+	[KXFER_A_POOL_PID] = { T_U32 },
+	[KXFER_A_POOL_COMM] = { T_STR },
 	[KXFER_A_POOL_PAD] = { T_PAD },
 };
 
@@ -172,6 +175,7 @@ static const struct attr a_export[] = {
 	[KXFER_A_EXPORT_ACCESS] = { T_U32 },
 	[KXFER_A_EXPORT_PAD] = { T_PAD },
 	[KXFER_A_EXPORT_FROM] = { T_NEST, S_PREFIX },
+	[KXFER_A_EXPORT_PID] = { T_U32 },
 };
 
 static const struct attr a_listen[] = {

@@ -115,6 +115,7 @@ TEST_F(kxfer, query)
 
 	memset(&q, 0xcc, sizeof(q));
 	q.flags = 0;
+	q.reserved0 = 0;
 	memset(q.reserved, 0, sizeof(q.reserved));
 	ASSERT_EQ(0, ioctl(self->fd, KXFER_IOC_QUERY, &q));
 	EXPECT_EQ(KXFER_API_VERSION, q.api_version);
@@ -125,7 +126,8 @@ TEST_F(kxfer, query)
 	EXPECT_LE(POOL_SIZE, q.pool_mem_used);
 	EXPECT_GE(q.pool_mem_max, q.pool_mem_used);
 	EXPECT_EQ(0, q.reserved[0]);
-	EXPECT_EQ(0, q.reserved[3]);
+	EXPECT_EQ(0, q.reserved[2]);
+	EXPECT_EQ(1024, q.max_notify_len);
 }
 
 TEST_F(kxfer, query_unknown_flag)
@@ -143,7 +145,7 @@ TEST_F(kxfer, query_reserved_nonzero)
 	struct kxfer_query q;
 
 	memset(&q, 0, sizeof(q));
-	q.reserved[3] = 1;
+	q.reserved[2] = 1;
 	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_QUERY, &q));
 	EXPECT_EQ(EINVAL, errno);
 }

@@ -1615,8 +1615,37 @@ static int cmd_refuse(int argc, char **argv)
 	job.flags = 1U << 31;
 	check_jobs(&r, "unknown-flag", EINVAL, &job, 1);
 	job = r.base;
-	job.reserved = 1ULL << 63;
+	job.reserved = 1U << 31;
 	check_jobs(&r, "reserved", EINVAL, &job, 1);
+
+	/* A notification's message, and a notification alone. */
+	job = r.base;
+	job.notify_len = 8;
+	check_jobs(&r, "notify-len-without-msg", EINVAL, &job, 1);
+	job = r.base;
+	job.flags = KXFER_JOB_NOTIFY_MSG;
+	job.notify_value = (uintptr_t)"12345678";
+	job.notify_len = 8;
+	check_jobs(&r, "msg-without-notify", EINVAL, &job, 1);
+	job.flags |= KXFER_JOB_NOTIFY;
+	job.notify_len = 0;
+	check_jobs(&r, "msg-empty", EINVAL, &job, 1);
+	job.notify_len = 1025;
+	check_jobs(&r, "msg-too-long", EINVAL, &job, 1);
+	job.notify_len = 8;
+	job.notify_value = 8;
+	check_jobs(&r, "msg-unreadable", EFAULT, &job, 1);
+	job = r.base;
+	job.nsegs = 0;
+	job.segs = 0;
+	job.pool = 0;
+	check_jobs(&r, "bare-without-notify", EINVAL, &job, 1);
+	job.flags = KXFER_JOB_NOTIFY;
+	job.op = KXFER_OP_READ;
+	check_jobs(&r, "bare-read", EINVAL, &job, 1);
+	job.op = KXFER_OP_WRITE;
+	job.pool = r.base.pool;
+	check_jobs(&r, "bare-with-pool", EINVAL, &job, 1);
 
 	/* Atomic operands only where the op has them; atomics' shape. */
 	job = r.base;

@@ -10,6 +10,14 @@
  * one on one copy of the memory, the plan WR by WR and SGE by SGE on
  * another, and the copies must be equal, for WRITE and for READ.
  *
+ * Jobs planned as the module plans them, ordered first by
+ * kxfer_plan_order(), are checked against the job's own segments: the
+ * order is a permutation of them, the job's own when destinations (or,
+ * for a READ, remote ranges) overlap; the plan moves every byte of every
+ * segment exactly once; the byte model, executing the job's segments in
+ * the job's order, agrees; and the plan has no more WRs than the job's
+ * own order gives.
+ *
  * The random cases use a fixed seed, printed; KXFER_PLAN_SEED and
  * KXFER_PLAN_CASES override it and the number of cases.
  */
@@ -36,11 +44,13 @@ static u32 test_sort_depth = 2;
 #define kxfer_plan_count	copy_plan_count
 #define kxfer_plan_bound	copy_plan_bound
 #define kxfer_plan_overlap	copy_plan_overlap
+#define kxfer_plan_order	copy_plan_order
 #include "plan.c"
 #undef kxfer_plan_build
 #undef kxfer_plan_count
 #undef kxfer_plan_bound
 #undef kxfer_plan_overlap
+#undef kxfer_plan_order
 
 #define KIB	(1ULL << 10)
 #define MIB	(1ULL << 20)
@@ -1445,6 +1455,765 @@ TEST(sort_and_overlap_patterns)
 	free(ref);
 }
 
+/* --- planning in remote order: kxfer_plan_order() --- */
+
+struct ordered {
+	struct kxfer_plan_scratch	*sc;
+	const struct kxfer_plan_seg	*order;
+	bool	overlap;
+};
+
+/* Exactly the module's size, so that ASan sees any write past it. */
+static struct kxfer_plan_scratch *scratch_new(u32 n)
+{
+	size_t size = sizeof(struct kxfer_plan_scratch) +
+		      2 * (size_t)n * sizeof(struct kxfer_plan_seg);
+	struct kxfer_plan_scratch *sc = malloc(size);
+
+	memset(sc, CANARY, size);
+	return sc;
+}
+
+static void ordered_free(struct ordered *o)
+{
+	free(o->sc);
+	memset(o, 0, sizeof(*o));
+}
+
+static int seg_cmp(const void *x, const void *y)
+{
+	const struct kxfer_plan_seg *a = x, *b = y;
+
+	if (a->remote_off != b->remote_off)
+		return a->remote_off < b->remote_off ? -1 : 1;
+	if (a->local_off != b->local_off)
+		return a->local_off < b->local_off ? -1 : 1;
+	return a->len < b->len ? -1 : a->len > b->len;
+}
+
+/* @b holds the segments of @a, each once, in any order. */
+static bool same_segments(const struct kxfer_plan_seg *a,
+			  const struct kxfer_plan_seg *b, u32 n)
+{
+	struct kxfer_plan_seg *x = malloc((n + 1) * sizeof(*x));
+	struct kxfer_plan_seg *y = malloc((n + 1) * sizeof(*y));
+	bool same;
+
+	memcpy(x, a, n * sizeof(*x));
+	memcpy(y, b, n * sizeof(*y));
+	qsort(x, n, sizeof(*x), seg_cmp);
+	qsort(y, n, sizeof(*y), seg_cmp);
+	same = !memcmp(x, y, n * sizeof(*x));
+	free(x);
+	free(y);
+	return same;
+}
+
+/*
+ * Order a job for a WRITE (@dst_local false) or a READ, and check the
+ * answer against references: the overlap is the reference's; the order
+ * is the job's own when the destination or the remote ranges overlap,
+ * else ascending on the remote side; it is the job's segments, each
+ * once; the call without scratch agrees, and asks for one only when the
+ * job is not ascending already.
+ */
+static const char *order_job(const struct kxfer_plan_seg *segs, u32 n,
+			     bool dst_local, struct ordered *o)
+{
+	bool dst_ref = overlap_ref(segs, n, dst_local);
+	bool rem_ref = overlap_ref(segs, n, false);
+	bool asc = plan_ascending(segs, n, false) &&
+		   plan_ascending(segs, n, dst_local);
+	const struct kxfer_plan_seg *quick;
+	bool quick_ovl = !dst_ref;
+	u32 i;
+
+	memset(o, 0, sizeof(*o));
+	o->sc = scratch_new(n);
+	o->overlap = !dst_ref;
+	o->order = kxfer_plan_order(segs, n, dst_local, o->sc, &o->overlap);
+	if (!o->order)
+		return FAIL("order: NULL with scratch");
+	if (o->overlap != dst_ref)
+		return FAIL("order: overlap %d, reference %d", o->overlap,
+			    dst_ref);
+	quick = kxfer_plan_order(segs, n, dst_local, NULL, &quick_ovl);
+	if (!quick != !asc)
+		return FAIL("order without scratch: %s, ascending %d",
+			    quick ? "answered" : "asked for scratch", asc);
+	if (quick && (quick != segs || o->order != segs ||
+		      quick_ovl != dst_ref))
+		return FAIL("order without scratch: a different answer");
+	if (dst_ref || rem_ref) {
+		if (o->order != segs)
+			return FAIL("order: reordered a job whose %s ranges overlap",
+				    dst_ref ? "destination" : "remote");
+		return NULL;
+	}
+	if (o->order != segs && o->order != o->sc->segs &&
+	    o->order != o->sc->segs + n)
+		return FAIL("order: neither the job nor a half of the scratch");
+	for (i = 1; i < n; i++)
+		if (o->order[i].remote_off <
+		    o->order[i - 1].remote_off + o->order[i - 1].len)
+			return FAIL("order: not ascending on the remote side at %u",
+				    i);
+	if (o->order != segs && !same_segments(segs, o->order, n))
+		return FAIL("order: not the job's segments");
+	return NULL;
+}
+
+/* As (dst, src, len) pieces sorted by destination, merged where both go on. */
+static int piece_cmp(const void *x, const void *y)
+{
+	const struct piece *a = x, *b = y;
+
+	return a->r < b->r ? -1 : a->r > b->r;
+}
+
+static struct piece *canon_by_dst(struct piece *v, u64 n, u64 *out)
+{
+	struct piece *c = malloc((n + 1) * sizeof(*c));
+	u64 i;
+
+	qsort(v, n, sizeof(*v), piece_cmp);
+	*out = 0;
+	for (i = 0; i < n; i++)
+		canon_push(c, out, v[i].l, v[i].r, v[i].len);
+	return c;
+}
+
+/*
+ * Every byte of every segment moved exactly once, from its own source:
+ * when no two destinations overlap, the plan's pieces and the segments,
+ * both sorted by destination and merged where both sides continue, are
+ * one list.  (When they overlap the job keeps its order, and
+ * check_plan() compares both byte streams in that order.)
+ */
+static const char *check_cover(const struct kxfer_plan_seg *segs, u32 n,
+			       const struct result *res, bool dst_local)
+{
+	struct piece *a = malloc((n + 1) * sizeof(*a));
+	struct piece *b = malloc((res->nsge + 1) * sizeof(*b));
+	struct piece *ca, *cb;
+	const char *err = NULL;
+	u64 na, nb, i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		a[i].r = dst_local ? segs[i].local_off : segs[i].remote_off;
+		a[i].l = dst_local ? segs[i].remote_off : segs[i].local_off;
+		a[i].len = segs[i].len;
+	}
+	for (i = 0; i < res->nwr; i++) {
+		const struct kxfer_plan_wr *wr = &res->wrs[i];
+		u64 r = wr->remote_off;
+		u32 j;
+
+		for (j = 0; j < wr->nsge; j++, k++) {
+			const struct kxfer_plan_sge *s =
+				&res->sges[wr->first_sge + j];
+
+			b[k].r = dst_local ? s->local_off : r;
+			b[k].l = dst_local ? r : s->local_off;
+			b[k].len = s->len;
+			r += s->len;
+		}
+	}
+	ca = canon_by_dst(a, n, &na);
+	cb = canon_by_dst(b, k, &nb);
+	if (na != nb || memcmp(ca, cb, na * sizeof(*ca)))
+		err = FAIL("cover: the plan moves other bytes than the segments (%llu and %llu runs)",
+			   (unsigned long long)na, (unsigned long long)nb);
+	free(a);
+	free(b);
+	free(ca);
+	free(cb);
+	return err;
+}
+
+/*
+ * Plan a job as the module does (ordered, counted, built) and check it:
+ * the order, the plan of the ordered segments, the cover when the
+ * destinations are disjoint, and, on @m, the bytes against the job's
+ * segments executed one by one in the job's order.
+ */
+static const char *ordered_plan(struct world *w, struct mem *m,
+				const struct kxfer_plan_seg *segs, u32 n,
+				bool dst_local, u32 max_sge, u64 stripe,
+				struct ordered *o, struct result *res)
+{
+	const char *err;
+
+	memset(res, 0, sizeof(*res));
+	err = order_job(segs, n, dst_local, o);
+	if (!err)
+		err = plan_job(w, o->order, n, max_sge, stripe, res);
+	if (!err)
+		err = check_plan(w, o->order, n, max_sge, stripe, res);
+	if (!err && !o->overlap)
+		err = check_cover(segs, n, res, dst_local);
+	if (!err && m)
+		err = check_bytes(m, segs, n, res, dst_local);
+	return err;
+}
+
+static void mem_for(struct mem *m, const struct kxfer_plan_seg *segs, u32 n)
+{
+	u64 lsize = 1, rsize = 1;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		lsize = lsize > segs[i].local_off + segs[i].len ?
+			lsize : segs[i].local_off + segs[i].len;
+		rsize = rsize > segs[i].remote_off + segs[i].len ?
+			rsize : segs[i].remote_off + segs[i].len;
+	}
+	mem_init(m, lsize, rsize);
+}
+
+/* The WRs of planning @segs in the job's own order. */
+static u32 nwr_in_order(struct world *w, const struct kxfer_plan_seg *segs,
+			u32 n, u32 max_sge, u64 stripe)
+{
+	struct kxfer_plan p;
+
+	plan_init(&p, w, max_sge, stripe);
+	if (kxfer_plan_count(&p, segs, n))
+		return 0;
+	return p.nwr;
+}
+
+#define BLOCK	PAGE16		/* a 16-token page of K: 4 KiB */
+
+/*
+ * Seed 003's own example: prefill blocks A, B, C (adjacent in the
+ * prefill pool) written to decode blocks 4, 1, 5.  In the job's order
+ * that is three WRs; in remote order, two: B alone, then A and C
+ * gathered, since decode blocks 4 and 5 are adjacent.
+ */
+TEST(order_seed003_example)
+{
+	struct kxfer_plan_seg segs[] = {
+		{ .local_off = 0 * BLOCK, .remote_off = 4 * BLOCK, .len = BLOCK },
+		{ .local_off = 1 * BLOCK, .remote_off = 1 * BLOCK, .len = BLOCK },
+		{ .local_off = 2 * BLOCK, .remote_off = 5 * BLOCK, .len = BLOCK },
+	};
+	struct world w;
+	struct ordered o;
+	struct result res;
+	struct mem m;
+	int read;
+
+	runs_span(&w.local, 2 * MIB, "local 2M");
+	runs_span(&w.remote, GIB, "remote 1G");
+	EXPECT_EQ(3, nwr_in_order(&w, segs, 3, 30, MIB));
+	mem_for(&m, segs, 3);
+	for (read = 0; read < 2; read++) {
+		OK(ordered_plan(&w, &m, segs, 3, read, 30, MIB, &o, &res));
+		EXPECT_FALSE(o.overlap);
+		EXPECT_TRUE(o.order != segs);
+		ASSERT_EQ(2, res.nwr);
+		ASSERT_EQ(3, res.nsge);
+		/* B alone */
+		EXPECT_EQ(1 * BLOCK, res.wrs[0].remote_off);
+		EXPECT_EQ(BLOCK, res.wrs[0].len);
+		EXPECT_EQ(0, res.wrs[0].first_sge);
+		EXPECT_EQ(1, res.wrs[0].nsge);
+		EXPECT_EQ(1 * BLOCK, res.sges[0].local_off);
+		EXPECT_EQ(BLOCK, res.sges[0].len);
+		/* A and C, one WR to blocks 4 and 5, A's bytes first */
+		EXPECT_EQ(4 * BLOCK, res.wrs[1].remote_off);
+		EXPECT_EQ(2 * BLOCK, res.wrs[1].len);
+		EXPECT_EQ(1, res.wrs[1].first_sge);
+		EXPECT_EQ(2, res.wrs[1].nsge);
+		EXPECT_EQ(0 * BLOCK, res.sges[1].local_off);
+		EXPECT_EQ(BLOCK, res.sges[1].len);
+		EXPECT_EQ(2 * BLOCK, res.sges[2].local_off);
+		EXPECT_EQ(BLOCK, res.sges[2].len);
+		result_free(&res);
+		ordered_free(&o);
+	}
+
+	/* One SGE a WR: nothing to gather, three WRs still. */
+	OK(ordered_plan(&w, &m, segs, 3, false, 1, MIB, &o, &res));
+	EXPECT_EQ(3, res.nwr);
+	result_free(&res);
+	ordered_free(&o);
+
+	/* A stripe of one block cuts A+C in two: three again. */
+	OK(ordered_plan(&w, &m, segs, 3, false, 30, BLOCK, &o, &res));
+	EXPECT_EQ(3, res.nwr);
+	result_free(&res);
+	ordered_free(&o);
+
+	/* So does a remote MR that ends between decode blocks 4 and 5. */
+	runs_span(&w.remote, 5 * BLOCK, "remote 20K");
+	OK(ordered_plan(&w, &m, segs, 3, false, 30, MIB, &o, &res));
+	EXPECT_EQ(3, res.nwr);
+	result_free(&res);
+	ordered_free(&o);
+	mem_free(&m);
+}
+
+/* A uniformly random permutation of @v[0..@n). */
+static void shuffle_segs(struct kxfer_plan_seg *v, u32 n)
+{
+	u32 i, j;
+
+	for (i = n; i > 1; i--) {
+		struct kxfer_plan_seg t;
+
+		j = rnd_below(i);
+		t = v[i - 1];
+		v[i - 1] = v[j];
+		v[j] = t;
+	}
+}
+
+/*
+ * A decode allocator that hands out blocks in any order: N blocks,
+ * adjacent on the remote side (or N of 4N slots), listed in a random
+ * order, from prefill blocks in job order (or scattered).  Planned in
+ * remote order, the job makes exactly the plan of the same segments
+ * sorted by remote offset, and never more WRs than in its own order.
+ */
+TEST(order_permuted_blocks)
+{
+	static const u32 counts[] = { 2, 3, 17, 31, 100, 1000, 4096 };
+	static const u32 sges[] = { 1, 2, 8, 30, 32 };
+	struct kxfer_plan_seg *segs = malloc(4096 * sizeof(*segs));
+	struct kxfer_plan_seg *sorted = malloc(4096 * sizeof(*sorted));
+	u32 ci, si, i, j, layout, gained = 0, cases = 0;
+
+	rng_state = DEFAULT_SEED;
+	for (ci = 0; ci < ARRAY_SIZE(counts); ci++) {
+		for (layout = 0; layout < 4; layout++) {
+			u32 n = counts[ci];
+			u32 *slot = malloc(4 * n * sizeof(*slot));
+			bool sparse = layout & 1, lscatter = layout & 2;
+			struct world w;
+			struct mem m;
+
+			for (i = 0; i < 4 * n; i++)
+				slot[i] = i;
+			for (i = 0; i < n; i++) {	/* n of n (or 4n) slots */
+				u32 t = slot[i];
+
+				j = i + rnd_below((sparse ? 4 * n : n) - i);
+				slot[i] = slot[j];
+				slot[j] = t;
+			}
+			for (i = 0; i < n; i++) {
+				segs[i].local_off = (lscatter ?
+						     (u64)i * 7919 % n : i) * BLOCK;
+				segs[i].remote_off = 64 * KIB +
+						     (u64)slot[i] * BLOCK;
+				segs[i].len = BLOCK;
+			}
+			memcpy(sorted, segs, n * sizeof(*segs));
+			qsort(sorted, n, sizeof(*sorted), seg_cmp);
+			runs_span(&w.local, 2 * MIB, "local 2M");
+			runs_span(&w.remote, 2 * MIB, "remote 2M");
+			mem_for(&m, segs, n);
+			for (si = 0; si < ARRAY_SIZE(sges); si++) {
+				struct ordered o;
+				struct result res, ref;
+				u32 own = nwr_in_order(&w, segs, n, sges[si], MIB);
+
+				OK(ordered_plan(&w, &m, segs, n, si & 1,
+						sges[si], MIB, &o, &res));
+				OK(plan_job(&w, sorted, n, sges[si], MIB, &ref));
+				ASSERT_EQ(ref.nwr, res.nwr);
+				ASSERT_EQ(ref.nsge, res.nsge);
+				ASSERT_EQ(0, memcmp(ref.wrs, res.wrs,
+						    res.nwr * sizeof(*res.wrs)));
+				ASSERT_EQ(0, memcmp(ref.sges, res.sges,
+						    res.nsge * sizeof(*res.sges)));
+				ASSERT_LE(res.nwr, own);
+				/* adjacent blocks: max_sge a WR, 2M MRs */
+				if (!sparse && !lscatter && sges[si] == 30)
+					TH_LOG("%u blocks in a random order: %u WRs in job order, %u in remote order",
+					       n, own, res.nwr);
+				gained += res.nwr < own;
+				cases++;
+				result_free(&res);
+				result_free(&ref);
+				ordered_free(&o);
+			}
+			mem_free(&m);
+			free(slot);
+		}
+	}
+	TH_LOG("%u of %u cases fewer WRs in remote order", gained, cases);
+	free(segs);
+	free(sorted);
+}
+
+/*
+ * Seed 003 at scale: the decode side's pages handed out in a scattered
+ * order (page j of 80 layers x 256 in slot j * 7919 mod 20480, K and V
+ * of a page adjacent), the prefill side's scattered too.  In the job's
+ * order one WR a page; in remote order the plan of the sorted job: the
+ * slots are all used, so 30 pages a WR.
+ */
+TEST(order_seed003_page16_allocator)
+{
+	struct kv *kv = kv_page16(true, true, false);
+	struct kxfer_plan_seg *sorted = malloc(kv->n * sizeof(*sorted));
+	struct result res, ref;
+	struct ordered o;
+	struct world w;
+	struct mem m;
+
+	runs_span(&w.local, GIB, "local 1G");
+	runs_span(&w.remote, GIB, "remote 1G");
+	memcpy(sorted, kv->segs, kv->n * sizeof(*sorted));
+	qsort(sorted, kv->n, sizeof(*sorted), seg_cmp);
+	mem_init(&m, kv->lsize, kv->rsize);
+	OK(ordered_plan(&w, &m, kv->segs, kv->n, false, 30, 4 * MIB, &o,
+			&res));
+	OK(plan_job(&w, sorted, kv->n, 30, 4 * MIB, &ref));
+	TH_LOG("page 16, pages scattered on both sides: %u segments -> %u WRs in job order, %u in remote order",
+	       kv->n, nwr_in_order(&w, kv->segs, kv->n, 30, 4 * MIB),
+	       res.nwr);
+	EXPECT_EQ(LAYERS * PAGES,
+		  nwr_in_order(&w, kv->segs, kv->n, 30, 4 * MIB));
+	EXPECT_EQ(ref.nwr, res.nwr);
+	EXPECT_EQ((LAYERS * PAGES + 29) / 30, res.nwr);
+	EXPECT_EQ(LAYERS * PAGES, res.nsge);
+	result_free(&res);
+	result_free(&ref);
+	ordered_free(&o);
+	mem_free(&m);
+	free(sorted);
+	kv_free(kv);
+}
+
+/*
+ * Where order matters it is kept: destinations that overlap (the later
+ * segment wins), and, for a READ, remote ranges that overlap.
+ */
+TEST(order_keeps_overlapping)
+{
+	struct kxfer_plan_seg s[4];
+	struct world w;
+	struct ordered o;
+	struct result res;
+	struct mem m;
+
+	runs_span(&w.local, 2 * MIB, "local 2M");
+	runs_span(&w.remote, GIB, "remote 1G");
+#define SEG(i, l, r, n) (s[i] = (struct kxfer_plan_seg){ l, r, n })
+	/*
+	 * WRITE: segment 1 overwrites part of segment 0 and lies before it
+	 * on the remote side; sorted, segment 0 would win.  Segment 2 is
+	 * adjacent to segment 0, and would be gathered with it.
+	 */
+	SEG(0, 0, 5000, 4096); SEG(1, 8192, 4096, 4096);
+	SEG(2, 65536, 9096, 100);
+	mem_for(&m, s, 3);
+	OK(ordered_plan(&w, &m, s, 3, false, 30, MIB, &o, &res));
+	EXPECT_TRUE(o.overlap);
+	EXPECT_TRUE(o.order == s);
+	ASSERT_EQ(3, res.nwr);
+	EXPECT_EQ(5000, res.wrs[0].remote_off);
+	EXPECT_EQ(4096, res.wrs[1].remote_off);
+	EXPECT_EQ(8192, res.sges[1].local_off);
+	EXPECT_EQ(9096, res.wrs[2].remote_off);
+	result_free(&res);
+	ordered_free(&o);
+	/* the same job read: local ranges disjoint, remote ones not */
+	OK(ordered_plan(&w, &m, s, 3, true, 30, MIB, &o, &res));
+	EXPECT_FALSE(o.overlap);
+	EXPECT_TRUE(o.order == s);
+	EXPECT_EQ(3, res.nwr);
+	result_free(&res);
+	ordered_free(&o);
+	mem_free(&m);
+
+	/* A and C both to decode block 4: C must win. */
+	SEG(0, 0, 4 * BLOCK, BLOCK); SEG(1, BLOCK, 1 * BLOCK, BLOCK);
+	SEG(2, 2 * BLOCK, 4 * BLOCK, BLOCK);
+	mem_for(&m, s, 3);
+	OK(ordered_plan(&w, &m, s, 3, false, 30, MIB, &o, &res));
+	EXPECT_TRUE(o.overlap);
+	EXPECT_TRUE(o.order == s);
+	ASSERT_EQ(3, res.nwr);
+	EXPECT_EQ(2 * BLOCK, res.sges[2].local_off);
+	result_free(&res);
+	ordered_free(&o);
+	mem_free(&m);
+
+	/*
+	 * READ: remote ranges disjoint and out of order, local ranges
+	 * overlapping (segment 2 lands on segment 0): kept in order.
+	 */
+	SEG(0, 0, 4 * BLOCK, BLOCK); SEG(1, BLOCK, 1 * BLOCK, BLOCK);
+	SEG(2, 100, 5 * BLOCK, BLOCK);
+	mem_for(&m, s, 3);
+	OK(ordered_plan(&w, &m, s, 3, true, 30, MIB, &o, &res));
+	EXPECT_TRUE(o.overlap);
+	EXPECT_TRUE(o.order == s);
+	EXPECT_EQ(3, res.nwr);
+	result_free(&res);
+	ordered_free(&o);
+	/* the same job written: the sources may overlap, it is sorted */
+	OK(ordered_plan(&w, &m, s, 3, false, 30, MIB, &o, &res));
+	EXPECT_FALSE(o.overlap);
+	EXPECT_TRUE(o.order != s);
+	EXPECT_EQ(2, res.nwr);
+	result_free(&res);
+	ordered_free(&o);
+	mem_free(&m);
+
+	/* Touching is not overlapping: [8K, 12K) [4K, 8K) [0, 4K) */
+	SEG(0, 0, 2 * BLOCK, BLOCK); SEG(1, 5 * BLOCK, BLOCK, BLOCK);
+	SEG(2, 9 * BLOCK, 0, BLOCK);
+	mem_for(&m, s, 3);
+	OK(ordered_plan(&w, &m, s, 3, false, 30, MIB, &o, &res));
+	EXPECT_FALSE(o.overlap);
+	EXPECT_EQ(1, res.nwr);
+	EXPECT_EQ(3, res.nsge);
+	EXPECT_EQ(9 * BLOCK, res.sges[0].local_off);
+	result_free(&res);
+	ordered_free(&o);
+	mem_free(&m);
+
+	/* One byte shared, far apart in the job and out of order. */
+	SEG(0, 0, 40, 10); SEG(1, 100, 20, 10); SEG(2, 50, 0, 5);
+	SEG(3, 70, 49, 1);
+	mem_for(&m, s, 4);
+	OK(ordered_plan(&w, &m, s, 4, false, 30, MIB, &o, &res));
+	EXPECT_TRUE(o.overlap);
+	EXPECT_TRUE(o.order == s);
+	result_free(&res);
+	ordered_free(&o);
+	mem_free(&m);
+#undef SEG
+}
+
+/*
+ * Jobs of disjoint or overlapping ranges, in random, reversed, nearly
+ * sorted and sorted orders, planned as the module plans them, for
+ * WRITE and READ, in random worlds: every check of ordered_plan(), the
+ * plan resumed in small batches, and never more WRs than in the job's
+ * own order.
+ */
+enum { O_SHUFFLE, O_REVERSE, O_SWAPS, O_KEEP, O_NORDERS };
+
+static u32 gen_carved(struct kxfer_plan_seg *segs, u32 n, u64 lsize,
+		      u64 rsize, u64 budget)
+{
+	u64 unit = rnd_below(3) ? BLOCK : 1 + rnd_below(9000);
+	u64 lgap = rnd_below(2) ? 0 : 1 + rnd_below(2 * unit);
+	u64 rgap = rnd_below(3) ? 0 : 1 + rnd_below(2 * unit);
+	bool lrandom = !rnd_below(4), varied = rnd_below(2);
+	u64 l = rnd_below(4096), r = rnd_below(4096), total = 0;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		u64 len = varied ? unit * (1 + rnd_below(4)) : unit;
+
+		if (total + len > budget || r + len > rsize ||
+		    l + len > lsize)
+			break;
+		segs[i].local_off = lrandom ? pick_off(lsize, len, 1) : l;
+		segs[i].remote_off = r;
+		segs[i].len = len;
+		l += len + (rnd_below(2) ? lgap : 0);
+		r += len + (rnd_below(2) ? rgap : 0);
+		total += len;
+	}
+	return i ? i : gen_job(segs, 1, lsize, rsize, budget);
+}
+
+static void gen_order(struct kxfer_plan_seg *segs, u32 n, int how)
+{
+	struct kxfer_plan_seg t;
+	u32 i, j;
+
+	switch (how) {
+	case O_SHUFFLE:
+		shuffle_segs(segs, n);
+		break;
+	case O_REVERSE:
+		for (i = 0; i < n / 2; i++) {
+			t = segs[i];
+			segs[i] = segs[n - 1 - i];
+			segs[n - 1 - i] = t;
+		}
+		break;
+	case O_SWAPS:
+		for (i = 0; i < 1 + n / 16 && n > 1; i++) {
+			j = rnd_below(n - 1);
+			t = segs[j];
+			segs[j] = segs[j + 1];
+			segs[j + 1] = t;
+		}
+		break;
+	}
+}
+
+TEST(order_random_jobs)
+{
+	u64 seed = env_u64("KXFER_PLAN_SEED", DEFAULT_SEED);
+	u64 cases = env_u64("KXFER_PLAN_CASES", DEFAULT_CASES);
+	u64 space = 64 * MIB, wrs_own = 0, wrs_out = 0;
+	u32 nmax = 4096, c, reordered = 0, kept = 0;
+	struct kxfer_plan_seg *segs = malloc(nmax * sizeof(*segs));
+	double t0 = now();
+	struct mem m;
+
+	rng_state = seed ^ 0x0de7;
+	TH_LOG("seed %#llx, %llu cases (KXFER_PLAN_SEED, KXFER_PLAN_CASES)",
+	       (unsigned long long)seed, (unsigned long long)cases);
+	mem_init(&m, space, space);
+	for (c = 0; c < cases; c++) {
+		static const u32 sizes[] = { 1, 3, 16, 256, 2048, 4096 };
+		u32 n = 1 + rnd_below(sizes[rnd_below(6)]);
+		u32 max_sge = 1 + rnd_below(32);
+		u64 stripe = 4096ULL << rnd_below(13);
+		u64 budget = MIB << rnd_below(5);
+		int how = rnd_below(O_NORDERS);
+		bool read = !rnd_below(3);
+		struct ordered o;
+		struct result res;
+		struct world w;
+		const char *err;
+		u32 own;
+
+		gen_world(&w, space, space);
+		if (rnd_below(4))
+			n = gen_carved(segs, n, space, space, budget);
+		else
+			n = gen_job(segs, n, space, space, budget);
+		gen_order(segs, n, how);
+		own = nwr_in_order(&w, segs, n, max_sge, stripe);
+		err = ordered_plan(&w, &m, segs, n, read, max_sge, stripe,
+				   &o, &res);
+		if (!err)
+			err = check_batches(&w, o.order, n, max_sge, stripe,
+					    &res);
+		if (!err && res.nwr > own)
+			err = FAIL("%u WRs in remote order, %u in the job's",
+				   res.nwr, own);
+		if (err)
+			TH_LOG("case %u: %u segments, %s, order %d, max_sge %u, stripe %llu, %s, %s",
+			       c, n, read ? "READ" : "WRITE", how, max_sge,
+			       (unsigned long long)stripe, w.local.name,
+			       w.remote.name);
+		OK(err);
+		reordered += o.order != segs;
+		kept += o.order == segs && how != O_KEEP;
+		wrs_own += own;
+		wrs_out += res.nwr;
+		result_free(&res);
+		ordered_free(&o);
+		runs_free(&w.local);
+		runs_free(&w.remote);
+	}
+	TH_LOG("%u jobs reordered, %u out of order kept; %llu WRs in job order, %llu planned; %.2f s",
+	       reordered, kept, (unsigned long long)wrs_own,
+	       (unsigned long long)wrs_out, now() - t0);
+	EXPECT_GT(reordered, cases / 4);
+	EXPECT_GT(kept, 0);
+	mem_free(&m);
+	free(segs);
+}
+
+static u64 sort_key(u32 kind, u32 i, u32 n)
+{
+	switch (kind) {
+	case 0:		/* every byte differs */
+		return rnd();
+	case 1:		/* 4 KiB pages below 4 GiB */
+		return rnd_below(1 << 20) << 12;
+	case 2:		/* the top byte only */
+		return rnd() & 0xff00000000000000ULL;
+	case 3:		/* the bottom byte only */
+		return rnd_below(256);
+	case 4:		/* few distinct keys: stability */
+		return rnd_below(7) << 40;
+	case 5:		/* all equal */
+		return 12345;
+	case 6:		/* descending */
+		return (u64)(n - i) * 4096;
+	case 7:		/* ascending */
+		return (u64)i * 4096;
+	default:	/* every other byte */
+		return rnd() & 0x00ff00ff00ff00ffULL;
+	}
+}
+
+/*
+ * The radix sort alone: keys that differ in every byte, in a few bytes,
+ * in the top or the bottom byte only, few distinct keys, equal keys;
+ * sizes around the insertion-sort cutoff.  Sorted, stable (the other
+ * side holds the segment's index), a permutation, and inside the
+ * scratch (ASan watches its end).
+ */
+TEST(order_sort)
+{
+	static const u32 sizes[] = { 1, 2, 3, 15, 16, 17, 18, 100, 1000,
+				     65537 };
+	u32 nmax = 65537, si, i, kind;
+	struct kxfer_plan_seg *segs = malloc(nmax * sizeof(*segs));
+	u8 *seen = malloc(nmax);
+	int local;
+
+	rng_state = DEFAULT_SEED;
+	for (si = 0; si < ARRAY_SIZE(sizes); si++) {
+		u32 n = sizes[si];
+		struct kxfer_plan_scratch *sc = scratch_new(n);
+
+		for (kind = 0; kind < 9; kind++) {
+			for (local = 0; local < 2; local++) {
+				const struct kxfer_plan_seg *v;
+				bool all_equal = true;
+
+				for (i = 0; i < n; i++) {
+					u64 k;
+
+					k = sort_key(kind, i, n);
+					segs[i].local_off = local ? k : i;
+					segs[i].remote_off = local ? i : k;
+					segs[i].len = 1;
+					all_equal &= plan_key(&segs[i], local) ==
+						     plan_key(&segs[0], local);
+				}
+				v = plan_order_sort(segs, n, local, sc);
+				if (all_equal) {
+					ASSERT_TRUE(v == segs);
+					continue;
+				}
+				ASSERT_TRUE(v == sc->segs || v == sc->segs + n);
+				memset(seen, 0, n);
+				for (i = 0; i < n; i++) {
+					u64 tag = plan_key(&v[i], !local);
+
+					ASSERT_LT(tag, n);
+					ASSERT_FALSE(seen[tag]);
+					seen[tag] = 1;
+					ASSERT_EQ(plan_key(&segs[tag], local),
+						  plan_key(&v[i], local));
+					if (!i)
+						continue;
+					ASSERT_LE(plan_key(&v[i - 1], local),
+						  plan_key(&v[i], local));
+					if (plan_key(&v[i - 1], local) ==
+					    plan_key(&v[i], local))
+						ASSERT_LT(plan_key(&v[i - 1],
+								   !local),
+							  tag);
+				}
+			}
+		}
+		free(sc);
+	}
+	free(segs);
+	free(seen);
+}
+
 /* --- micro-benchmark: no timing assertion --- */
 
 #define BENCH_SEGS	(1u << 20)
@@ -1453,19 +2222,28 @@ static void bench(struct __test_metadata *_metadata, const char *what,
 		  struct kxfer_plan_seg *segs, u32 n, u32 max_sge, u64 stripe)
 {
 	struct kxfer_plan_range *scratch = malloc(n * sizeof(*scratch));
+	struct kxfer_plan_scratch *sc = scratch_new(n);
+	const struct kxfer_plan_seg *order = NULL;
 	struct world w;
 	struct kxfer_plan p;
 	struct result res;
-	double t0, t_count, t_build, t_ovl;
+	double t0, t_count, t_build, t_ovl, t_order;
 	int rounds = 3, i;
 	bool ovl = false;
+	u32 own;
 
 	runs_span(&w.local, 2 * MIB, "2M");
 	runs_span(&w.remote, GIB, "1G");
+	own = nwr_in_order(&w, segs, n, max_sge, stripe);
+	t0 = now();
+	for (i = 0; i < rounds; i++)
+		order = kxfer_plan_order(segs, n, false, sc, &ovl);
+	t_order = (now() - t0) / rounds;
+	ASSERT_FALSE(ovl);
 	plan_init(&p, &w, max_sge, stripe);
 	t0 = now();
 	for (i = 0; i < rounds; i++)
-		ASSERT_EQ(0, kxfer_plan_count(&p, segs, n));
+		ASSERT_EQ(0, kxfer_plan_count(&p, order, n));
 	t_count = (now() - t0) / rounds;
 	res.wrs = malloc(p.nwr * sizeof(*res.wrs));
 	res.sges = malloc(p.nsge * sizeof(*res.sges));
@@ -1479,23 +2257,27 @@ static void bench(struct __test_metadata *_metadata, const char *what,
 	for (i = 0; i < rounds; i++) {
 		p.pos.seg = 0;
 		p.pos.off = 0;
-		ASSERT_EQ(0, kxfer_plan_build(&p, segs, n));
+		ASSERT_EQ(0, kxfer_plan_build(&p, order, n));
 	}
 	t_build = (now() - t0) / rounds;
+	ovl = false;
 	t0 = now();
 	for (i = 0; i < rounds; i++)
 		ovl |= kxfer_plan_overlap(segs, n, false, scratch);
 	t_ovl = (now() - t0) / rounds;
-	TH_LOG("%s: %u segments -> %u WRs, %u SGEs; %llu local, %llu remote callbacks a plan",
-	       what, n, p.nwr, p.nsge,
+	TH_LOG("%s: %u segments -> %u WRs (%u in job order), %u SGEs; %llu local, %llu remote callbacks a plan",
+	       what, n, p.nwr, own, p.nsge,
 	       (unsigned long long)w.local.calls / rounds,
 	       (unsigned long long)w.remote.calls / rounds);
-	TH_LOG("  build %.1f ms (%.1f M segments/s, %.1f plans/s), count %.1f ms, overlap %.1f ms (%s)",
+	TH_LOG("  order %.1f ms (%s), build %.1f ms (%.1f M segments/s, %.1f plans/s), count %.1f ms, overlap %.1f ms (%s)",
+	       t_order * 1e3, order == sc->segs || order == sc->segs + n ?
+	       "sorted" : "as listed",
 	       t_build * 1e3, n / t_build / 1e6, 1 / t_build, t_count * 1e3,
 	       t_ovl * 1e3, ovl ? "overlap" : "none");
 	free(res.wrs);
 	free(res.sges);
 	free(scratch);
+	free(sc);
 }
 
 TEST(bench_1m_segments)

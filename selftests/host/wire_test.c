@@ -241,6 +241,76 @@ TEST_F(wire, notify_desc)
 	EXPECT_STREQ("wrong length for the message type", self->why);
 }
 
+TEST_F(wire, notify_msg)
+{
+	struct kxfer_msg_notify_msg *nm = (void *)self->buf;
+	unsigned int len = sizeof(*nm) + 5;
+
+	memset(self->buf, 0, sizeof(self->buf));
+	kxfer_wire_hdr_init(&nm->nm_notify.mn_hdr, KXFER_MSG_NOTIFY_MSG, len,
+			    1, 0);
+	put_name(nm->nm_notify.mn_name, "kv");
+	nm->nm_len = cpu_to_le16(5);
+	memcpy(nm->nm_data, "hello", 5);
+	EXPECT_EQ(0, kxfer_wire_check(nm, len, 1, &self->why));
+
+	/* The length says more, or less, than the message holds */
+	nm->nm_len = cpu_to_le16(6);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(nm, len, 1, &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
+	nm->nm_len = cpu_to_le16(4);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(nm, len, 1, &self->why));
+	nm->nm_len = 0;
+	kxfer_wire_hdr_init(&nm->nm_notify.mn_hdr, KXFER_MSG_NOTIFY_MSG,
+			    sizeof(*nm), 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(nm, sizeof(*nm), 1, &self->why));
+	/* Truncated below its own header */
+	kxfer_wire_hdr_init(&nm->nm_notify.mn_hdr, KXFER_MSG_NOTIFY_MSG,
+			    sizeof(*nm) - 2, 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(nm, sizeof(*nm) - 2, 1,
+					    &self->why));
+	/* The largest, and one more */
+	len = sizeof(*nm) + KXFER_NOTIFY_MSG_MAX;
+	kxfer_wire_hdr_init(&nm->nm_notify.mn_hdr, KXFER_MSG_NOTIFY_MSG, len,
+			    1, 0);
+	nm->nm_len = cpu_to_le16(KXFER_NOTIFY_MSG_MAX);
+	EXPECT_EQ(0, kxfer_wire_check(nm, len, 1, &self->why));
+	kxfer_wire_hdr_init(&nm->nm_notify.mn_hdr, KXFER_MSG_NOTIFY_MSG,
+			    len + 1, 1, 0);
+	nm->nm_len = cpu_to_le16(KXFER_NOTIFY_MSG_MAX + 1);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(nm, len + 1, 1, &self->why));
+
+	len = sizeof(*nm) + 5;
+	kxfer_wire_hdr_init(&nm->nm_notify.mn_hdr, KXFER_MSG_NOTIFY_MSG, len,
+			    1, 0);
+	nm->nm_len = cpu_to_le16(5);
+	nm->nm_pad[2] = cpu_to_le16(1);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(nm, len, 1, &self->why));
+	EXPECT_STREQ("non-zero padding", self->why);
+	nm->nm_pad[2] = 0;
+	put_name(nm->nm_notify.mn_name, "a b");
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(nm, len, 1, &self->why));
+	EXPECT_STREQ("bad export name", self->why);
+}
+
+TEST_F(wire, hello)
+{
+	struct kxfer_msg_hello *mo = (void *)self->buf;
+
+	memset(self->buf, 0, sizeof(self->buf));
+	kxfer_wire_hdr_init(&mo->mo_hdr, KXFER_MSG_HELLO, sizeof(*mo), 1, 0);
+	mo->mo_features = cpu_to_le32(0xffffffff);	/* unknown: ignored */
+	EXPECT_EQ(0, kxfer_wire_check(mo, sizeof(*mo), 1, &self->why));
+	mo->mo_pad = cpu_to_le32(1);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(mo, sizeof(*mo), 1, &self->why));
+	EXPECT_STREQ("non-zero padding", self->why);
+	kxfer_wire_hdr_init(&mo->mo_hdr, KXFER_MSG_HELLO, sizeof(*mo) - 4, 1,
+			    0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(mo, sizeof(*mo) - 4, 1,
+					    &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
+}
+
 TEST_F(wire, export_ok)
 {
 	unsigned int len = make_export(self->buf, 3, 1);

@@ -677,17 +677,36 @@ static void plan_init(struct kxfer_plan *p)
 	p->remote_run = remote_run;
 }
 
-/* WRs the planner makes of one job; the module plans the same way. */
+static struct kxfer_plan_scratch *plan_scratch(unsigned int n)
+{
+	struct kxfer_plan_scratch *sc;
+
+	sc = malloc(sizeof(*sc) + 2 * (size_t)n * sizeof(sc->segs[0]));
+	if (!sc)
+		die("out of memory");
+	return sc;
+}
+
+/*
+ * WRs the planner makes of one WRITE job; the module plans the same way:
+ * in remote order unless the remote ranges overlap, then counted.
+ */
 static uint64_t plan_wrs(const struct kxfer_segment *segs, unsigned int n)
 {
+	struct kxfer_plan_scratch *sc = plan_scratch(n);
+	const struct kxfer_plan_seg *order;
 	struct kxfer_plan p;
+	bool overlap;
 	int ret;
 
 	plan_init(&p);
 	/* struct kxfer_segment and kxfer_plan_seg are the same three u64s */
-	ret = kxfer_plan_count(&p, (const struct kxfer_plan_seg *)segs, n);
+	order = kxfer_plan_order((const struct kxfer_plan_seg *)segs, n, false,
+				 sc, &overlap);
+	ret = kxfer_plan_count(&p, order, n);
 	if (ret)
 		die("planner: %s", strerror(-ret));
+	free(sc);
 	return p.nwr;
 }
 
@@ -933,8 +952,11 @@ static void mode_kv(void)
 
 /*
  * One job of opt.plan_segs scattered 256-byte segments: local offsets in
- * order, remote offsets a random permutation of slots (nothing merges,
- * a few neighbours gather), planned again and again for opt.secs.
+ * order, remote offsets a random permutation of slots (nothing merges;
+ * in the job's order a few neighbours gather, in remote order all do),
+ * planned again and again for opt.secs, in the module's two passes:
+ * "count" orders the segments (kxfer_plan_order(), a WRITE) and counts
+ * the plan, "build" builds it from the ordered segments.
  */
 static void mode_plan(void)
 {
@@ -942,13 +964,17 @@ static void mode_plan(void)
 	struct kxfer_plan_seg *segs;
 	struct kxfer_plan_wr *wrs;
 	struct kxfer_plan_sge *sges;
+	struct kxfer_plan_scratch *sc;
+	const struct kxfer_plan_seg *order = NULL;
 	static const char *const steps[] = { "count", "build" };
 	unsigned int step;
+	bool overlap;
 
 	segs = calloc(n, sizeof(*segs));
 	slot = calloc(n, sizeof(*slot));
 	wrs = calloc(n, sizeof(*wrs));
 	sges = calloc(n, sizeof(*sges));
+	sc = plan_scratch(n);
 	if (!segs || !slot || !wrs || !sges)
 		die("out of memory");
 	rnd_state = opt.seed;
@@ -972,9 +998,11 @@ static void mode_plan(void)
 				p.wr_cap = n;
 				p.sges = sges;
 				p.sge_cap = n;
-				ret = kxfer_plan_build(&p, segs, n);
+				ret = kxfer_plan_build(&p, order, n);
 			} else {
-				ret = kxfer_plan_count(&p, segs, n);
+				order = kxfer_plan_order(segs, n, false, sc,
+							 &overlap);
+				ret = kxfer_plan_count(&p, order, n);
 			}
 			if (ret)
 				die("planner: %s", strerror(-ret));
@@ -994,6 +1022,7 @@ static void mode_plan(void)
 	free(slot);
 	free(wrs);
 	free(sges);
+	free(sc);
 }
 
 /* ---------------------------------------------------------------------- */

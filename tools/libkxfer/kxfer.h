@@ -421,6 +421,71 @@ static inline void kxfer_job_read(struct kxfer_job *job, uint32_t pool,
 		       user_data);
 }
 
+/**
+ * kxfer_job_notify_msg() - give a job a notification that carries bytes
+ * @job: a WRITE or READ job (kxfer_job_init()), or a notification alone:
+ *	kxfer_job_init(job, KXFER_OP_WRITE, 0, peer, remote, NULL, 0,
+ *	user_data), with KXFER_JOB_FENCE to send it after every earlier
+ *	job of the context to that peer
+ * @msg: the bytes; read by the kernel during kxfer_submit(), so they may
+ *	be reused once it returns
+ * @len: 1..max_notify_len of kxfer_limits()
+ *
+ * Sets KXFER_JOB_NOTIFY | KXFER_JOB_NOTIFY_MSG.  The remote export's
+ * subscribers get one KXFER_EV_NOTIFY event with the bytes
+ * (kxfer_reap_msgs()) once all of the job's data is visible there.
+ *
+ * Return: 0, or -EINVAL for an empty or too long message.
+ */
+static inline int kxfer_job_notify_msg(struct kxfer_job *job, const void *msg,
+				       uint32_t len)
+{
+	if (!msg || !len)
+		return -EINVAL;
+	job->flags |= KXFER_JOB_NOTIFY | KXFER_JOB_NOTIFY_MSG;
+	job->notify_value = (uintptr_t)msg;
+	job->notify_len = len;
+	return 0;
+}
+
+/**
+ * kxfer_reap_msgs() - take events, and the messages of notifications
+ * @kx: the context
+ * @ev: room for @max events
+ * @max: >= 1
+ * @min: wait until at least this many are ready (<= @max)
+ * @timeout_ns: longest wait; 0 does not wait, < 0 waits for ever
+ * @flags: KXFER_REAP_*
+ * @msgs: where the messages go: a KXFER_EV_NOTIFY event's ev->msg_len
+ *	bytes are at (char *)msgs + ev->msg_off
+ * @msgs_len: room at @msgs; max_notify_len of kxfer_limits() or more
+ *	guarantees that no message is lost (a message that does not fit
+ *	waits for the next call, but for the first event of a call, which
+ *	is returned without it: msg_off is KXFER_MSG_NONE)
+ *
+ * Return: as kxfer_reap().
+ */
+int kxfer_reap_msgs(struct kxfer *kx, struct kxfer_event *ev,
+		    unsigned int max, unsigned int min, int64_t timeout_ns,
+		    unsigned int flags, void *msgs, uint32_t msgs_len);
+
+/**
+ * kxfer_cancel() - take back jobs that have not reached the NIC
+ * @kx: the context
+ * @user_data: with @mask, which jobs: user_data & mask == @user_data & mask
+ * @mask: 0 for all of the context's jobs
+ * @count: out, jobs and per-QP parts taken back; may be NULL
+ *
+ * KXFER_IOC_CANCEL: jobs held behind a FENCE, and jobs' parts still
+ * waiting whole for room in a send queue, end with -ECANCELED; the rest
+ * complete as they would.  Every job still gets exactly one completion
+ * event: reap them before forgetting a request.
+ *
+ * Return: 0, -EINVAL.
+ */
+int kxfer_cancel(struct kxfer *kx, uint64_t user_data, uint64_t mask,
+		 unsigned int *count);
+
 #ifdef __cplusplus
 }
 #endif

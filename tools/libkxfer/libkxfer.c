@@ -358,12 +358,22 @@ KX_EXPORT int kxfer_reap(struct kxfer *kx, struct kxfer_event *ev,
 			 unsigned int max, unsigned int min,
 			 int64_t timeout_ns, unsigned int flags)
 {
+	return kxfer_reap_msgs(kx, ev, max, min, timeout_ns, flags, NULL, 0);
+}
+
+KX_EXPORT int kxfer_reap_msgs(struct kxfer *kx, struct kxfer_event *ev,
+			      unsigned int max, unsigned int min,
+			      int64_t timeout_ns, unsigned int flags,
+			      void *msgs, uint32_t msgs_len)
+{
 	struct kxfer_reap r = {
 		.events = (uintptr_t)ev,
 		.max = max,
 		.min = min,
 		.timeout_ns = timeout_ns,
 		.flags = flags,
+		.msgs = (uintptr_t)msgs,
+		.msgs_len = msgs ? msgs_len : 0,
 	};
 	int ret;
 
@@ -398,4 +408,15 @@ KX_EXPORT int kxfer_notify_unsubscribe(struct kxfer *kx, uint32_t handle)
 	struct kxfer_notify_sub ns = { .handle = handle };
 
 	return kx_ioctl(kx->kx_fd, KXFER_IOC_NOTIFY_UNSUBSCRIBE, &ns);
+}
+
+KX_EXPORT int kxfer_cancel(struct kxfer *kx, uint64_t user_data, uint64_t mask,
+			   unsigned int *count)
+{
+	struct kxfer_cancel c = { .user_data = user_data, .mask = mask };
+	int ret = kx_ioctl(kx->kx_fd, KXFER_IOC_CANCEL, &c);
+
+	if (!ret && count)
+		*count = c.count;
+	return ret;
 }

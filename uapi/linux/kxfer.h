@@ -46,6 +46,9 @@
  * @max_inflight: out, jobs one open file may have in flight
  * @pool_mem_max: out, bytes all pools together may pin
  * @pool_mem_used: out, bytes pinned by pools now
+ * @max_notify_len: out, bytes a notification may carry
+ *	(KXFER_JOB_NOTIFY_MSG)
+ * @reserved0: must be 0
  * @reserved: must be 0
  */
 struct kxfer_query {
@@ -58,7 +61,9 @@ struct kxfer_query {
 	__u32 max_inflight;
 	__u64 pool_mem_max;
 	__u64 pool_mem_used;
-	__u64 reserved[4];
+	__u32 max_notify_len;
+	__u32 reserved0;
+	__u64 reserved[3];
 };
 
 #define KXFER_FEAT_POOLS	(1ULL << 0)
@@ -67,6 +72,12 @@ struct kxfer_query {
 /* KXFER_IOC_POOL_USER, KXFER_IOC_EXPORT_ADD and KXFER_IOC_EXPORT_DEL */
 #define KXFER_FEAT_USER_POOLS	(1ULL << 3)
 #define KXFER_FEAT_DMABUF_POOLS	(1ULL << 4)	/* KXFER_IOC_POOL_DMABUF */
+/*
+ * KXFER_JOB_NOTIFY_MSG, NOTIFY jobs without data, and struct kxfer_reap's
+ * message buffer
+ */
+#define KXFER_FEAT_NOTIFY_MSG	(1ULL << 5)
+#define KXFER_FEAT_CANCEL	(1ULL << 6)	/* KXFER_IOC_CANCEL */
 
 /**
  * struct kxfer_pool_attach - KXFER_IOC_POOL_ATTACH: attach a pool by name
@@ -185,7 +196,17 @@ enum kxfer_op {
  * submission order only on one QP.
  */
 #define KXFER_JOB_FENCE		(1U << 1)
-#define KXFER_JOB_FLAGS		(KXFER_JOB_NOTIFY | KXFER_JOB_FENCE)
+/*
+ * With KXFER_JOB_NOTIFY: the notification carries bytes of the
+ * submitter's (a NIXL notification message, a request id): @notify_value
+ * is then a user pointer to @notify_len bytes, 1..max_notify_len of
+ * KXFER_IOC_QUERY, copied at SUBMIT.  The subscribers get them with the
+ * event (struct kxfer_reap's @msgs).  A peer whose kxfer predates this
+ * cannot receive them: such a job is refused with -EOPNOTSUPP.
+ */
+#define KXFER_JOB_NOTIFY_MSG	(1U << 2)
+#define KXFER_JOB_FLAGS		(KXFER_JOB_NOTIFY | KXFER_JOB_FENCE | \
+				 KXFER_JOB_NOTIFY_MSG)
 
 /**
  * struct kxfer_job - one transfer between an attached pool and a remote
@@ -195,12 +216,17 @@ enum kxfer_op {
  * @pool: attachment handle (KXFER_IOC_POOL_ATTACH)
  * @peer: peer handle (KXFER_IOC_PEER_LOOKUP)
  * @remote: remote export handle (KXFER_IOC_REMOTE_LOOKUP)
- * @nsegs: entries at @segs, 1..max_segments of KXFER_IOC_QUERY
+ * @nsegs: entries at @segs, 1..max_segments of KXFER_IOC_QUERY; 0 for a
+ *	WRITE with KXFER_JOB_NOTIFY and no data (@pool and @segs 0): only
+ *	the notification is sent, after every earlier job of the file to
+ *	the peer with KXFER_JOB_FENCE
  * @segs: user pointer to struct kxfer_segment[@nsegs]
  * @user_data: returned in the job's completion event
- * @notify_value: with KXFER_JOB_NOTIFY, the value the remote is given
+ * @notify_value: with KXFER_JOB_NOTIFY, the value the remote is given;
+ *	with KXFER_JOB_NOTIFY_MSG, a user pointer to the message
  * @compare_add: CAS: the value compared; FADD: the value added; else 0
  * @swap: CAS: the value stored if equal; else 0
+ * @notify_len: with KXFER_JOB_NOTIFY_MSG, the message's bytes; else 0
  * @reserved: must be 0
  */
 struct kxfer_job {
@@ -215,7 +241,8 @@ struct kxfer_job {
 	__u64 notify_value;
 	__u64 compare_add;
 	__u64 swap;
-	__u64 reserved;
+	__u32 notify_len;
+	__u32 reserved;
 };
 
 /**
@@ -248,26 +275,35 @@ enum kxfer_event_type {
 	KXFER_EV_NOTIFY,		/* a peer's NOTIFY job landed here */
 };
 
+/* struct kxfer_event.msg_off of a message the reap had no room for */
+#define KXFER_MSG_NONE		0xffffffffU
+
 /**
  * struct kxfer_event - what KXFER_IOC_REAP returns
  * @type: enum kxfer_event_type
  * @status: 0, or the job's negative errno (always 0 for NOTIFY)
- * @user_data: COMPLETION: the job's; NOTIFY: the job's notify_value
+ * @user_data: COMPLETION: the job's; NOTIFY: the job's notify_value (0
+ *	for one with a message)
  * @bytes: bytes transferred (the job's total on success)
  * @wc_status: COMPLETION: the first failed work request's ib_wc_status
+ * @msg_off: NOTIFY with @msg_len: where its message starts in the reap's
+ *	@msgs buffer, or KXFER_MSG_NONE if it did not fit (it is lost)
  * @sub: NOTIFY: the subscription handle (names the local export)
  * @peer: NOTIFY: the session it came over (KXFER_A_PEER_ID)
- * @reserved: 0
+ * @msg_len: NOTIFY: the bytes of its message (KXFER_JOB_NOTIFY_MSG), or 0
  */
 struct kxfer_event {
 	__u32 type;
 	__s32 status;
 	__u64 user_data;
 	__u64 bytes;
-	__u32 wc_status;
+	union {
+		__u32 wc_status;
+		__u32 msg_off;
+	};
 	__u32 sub;
 	__u32 peer;
-	__u32 reserved;
+	__u32 msg_len;
 };
 
 /**
@@ -297,7 +333,15 @@ struct kxfer_notify_sub {
  * @timeout_ns: in, longest wait; 0 does not wait, < 0 waits for ever
  * @flags: in, KXFER_REAP_*
  * @count: out, events written
+ * @msgs: in, user pointer to @msgs_len bytes where the messages of NOTIFY
+ *	events go (struct kxfer_event's @msg_off, @msg_len), or 0
+ * @msgs_len: in, room at @msgs
  * @reserved: must be 0
+ *
+ * An event whose message does not fit in what is left of @msgs ends the
+ * call before it, so that the next call gets it; only when it is the
+ * first event of the call is it returned without its message
+ * (KXFER_MSG_NONE), so that a reader never stalls.
  *
  * Return: 0 (@count may be below @min after the timeout), or -1 with
  * errno EINTR if a signal came first (events already taken are kept
@@ -310,7 +354,9 @@ struct kxfer_reap {
 	__s64 timeout_ns;
 	__u32 flags;
 	__u32 count;
-	__u64 reserved[2];
+	__u64 msgs;
+	__u32 msgs_len;
+	__u32 reserved;
 };
 
 /**
@@ -455,6 +501,33 @@ struct kxfer_export_del {
 	__u64 reserved[2];
 };
 
+/**
+ * struct kxfer_cancel - KXFER_IOC_CANCEL: take back jobs of this file
+ *	that have not reached the NIC
+ * @user_data: in, with @mask, which jobs: those whose
+ *	user_data & @mask == @user_data & @mask (a request's jobs, when
+ *	their user_data share its tag)
+ * @mask: in, 0 for every job of the file
+ * @flags: in, must be 0
+ * @count: out, jobs and job parts taken back: jobs held behind a FENCE,
+ *	and a job's share of one QP still waiting whole in that QP's queue
+ *	(a job striped over several QPs counts once per QP)
+ * @reserved: must be 0
+ *
+ * What was taken back never reaches the NIC; its job still ends exactly
+ * once, with -ECANCELED (after its other parts, if some were posted
+ * already).  Jobs already handed to the NIC complete as they would.
+ *
+ * Errors: EINVAL (flags, reserved), EFAULT.
+ */
+struct kxfer_cancel {
+	__u64 user_data;
+	__u64 mask;
+	__u32 flags;
+	__u32 count;
+	__u64 reserved[2];
+};
+
 /*
  * Every pool attached by one open file owns a window of the file's mmap
  * offset space, KXFER_MMAP_WINDOW bytes wide, at handle * window.
@@ -477,6 +550,7 @@ struct kxfer_export_del {
 #define KXFER_IOC_POOL_DMABUF	_IOWR(KXFER_IOC_MAGIC, 0x0a, struct kxfer_pool_dmabuf)
 #define KXFER_IOC_EXPORT_ADD	_IOW(KXFER_IOC_MAGIC, 0x0b, struct kxfer_export_add)
 #define KXFER_IOC_EXPORT_DEL	_IOW(KXFER_IOC_MAGIC, 0x0c, struct kxfer_export_del)
+#define KXFER_IOC_CANCEL	_IOWR(KXFER_IOC_MAGIC, 0x0d, struct kxfer_cancel)
 
 /* ---------------------------------------------------------------------- */
 /* Generic netlink family                                                  */
