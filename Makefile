@@ -20,7 +20,8 @@
 #   make install      kxferctl and its man page, libkxfer (header, libraries,
 #                     pkg-config file) under $(DESTDIR)$(PREFIX), and the
 #                     module for $(KDIR) under $(DESTDIR)/lib/modules
-#                     (DKMS users: dkms.conf instead)
+#                     (DKMS users: dkms.conf instead); with NIXL_PREFIX,
+#                     the NIXL plugin into NIXL's plugins folder
 #
 # KDIR defaults to the running kernel's build tree when it exists, else
 # to the installed Debian 6.1 (linux-headers-amd64) headers.
@@ -113,11 +114,14 @@ clean:
 	@if [ -f $(TOP)/selftests/Makefile ]; then $(MAKE) -C $(TOP)/selftests clean; fi
 
 PREFIX ?= /usr/local
-install: module tools
+install: module tools $(if $(NIXL_PREFIX),nixl)
 	$(MAKE) -C $(TOP)/tools/kxferctl install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX)
 	$(MAKE) -C $(TOP)/tools/libkxfer install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX)
 	$(MAKE) -C $(KDIR) M=$(TOP) INSTALL_MOD_PATH=$(abspath $(or $(DESTDIR),/)) \
 		CONFIG_MODULE_SIG_ALL= modules_install
+ifneq ($(NIXL_PREFIX),)
+	$(MAKE) -C $(TOP)/tools/nixl install DESTDIR=$(DESTDIR) NIXL_PREFIX=$(NIXL_PREFIX)
+endif
 
 deps:
 	@bash $(TOP)/tools/deps.sh
@@ -140,4 +144,4 @@ demo: deps
 	bash $(TOP)/examples/run-demo --kver $(KXFER_DEMO_KVER)
 
 help:
-	@sed -n '3,21p' $(TOP)/Makefile
+	@sed -n '3,25p' $(TOP)/Makefile
