@@ -313,6 +313,9 @@ nixlKxferEngine::setup() {
     notifyMsg_ = (limits_->features & KXFER_FEAT_NOTIFY_MSG) && limits_->max_notify_len;
     maxNotifyLen_ = notifyMsg_ ? limits_->max_notify_len : 0;
 #endif
+#ifdef KXFER_FEAT_CANCEL
+    cancel_ = limits_->features & KXFER_FEAT_CANCEL;
+#endif
     if (!notifyMsg_) {
         NIXL_WARN << "KXFER: the kxfer module has no notifications with a payload "
                      "(KXFER_FEAT_NOTIFY_MSG): genNotif and notifications of transfers "
@@ -372,8 +375,12 @@ nixlKxferEngine::~nixlKxferEngine() {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
 
     if (kx_) {
-        /* Jobs of released requests may still be in flight: take their
-         * completions so that nothing is counted as lost. */
+        /* Jobs of released requests may still be in flight: take back
+         * what can be, and their completions so that nothing is counted
+         * as lost. */
+        if (!inflight_.empty()) {
+            cancelLocked(0);
+        }
         while ((!inflight_.empty() || notifsInFlight_) &&
                std::chrono::steady_clock::now() < deadline) {
             if (reapLocked(events_.size(), 1, 100 * 1000 * 1000) < 0) {
@@ -440,6 +447,10 @@ nixlKxferEngine::registerMem(const nixlBlobDesc &mem,
     if (!ret) {
         ret = kxfer_export_add(kx_, &e);
     }
+    /* a transfer of one job carries its notification to the export */
+    if (!ret && notifyMsg_) {
+        ret = kxfer_notify_subscribe(kx_, md->exportName.c_str(), &md->sub);
+    }
     if (ret) {
         NIXL_ERROR << "KXFER: cannot export " << md->exportName << ": " << errStr(ret);
         kxfer_pool_unregister(kx_, md->pool);
@@ -458,6 +469,9 @@ nixlKxferEngine::deregisterMem(nixlBackendMD *meta) {
 
     if (!md) {
         return NIXL_ERR_INVALID_PARAM;
+    }
+    if (md->sub) {
+        (void)kxfer_notify_unsubscribe(kx_, md->sub);
     }
     /* withdraws the export; jobs in flight keep the pages until done */
     ret = kxfer_pool_unregister(kx_, md->pool);
@@ -964,13 +978,10 @@ nixlKxferEngine::postXfer(const nixl_xfer_op_t &,
                        p.segs.size(), st->token);
     }
     if (opt_args && opt_args->hasNotif) {
-        struct kxfer_job job;
-
-        status = sendNotifLocked(ra, opt_args->notifMsg, true, st->token, job, st->payload);
+        status = notifyJobLocked(ra, opt_args->notifMsg, st->token, *st);
         if (status != NIXL_SUCCESS) {
             return status;
         }
-        st->jobs.push_back(job);
     }
     if (st->jobs.empty()) {
         return NIXL_SUCCESS; /* only empty descriptors */
@@ -1124,20 +1135,26 @@ nixlKxferEngine::completeLocked(const struct kxfer_event &ev) const {
             st.status = failureStatusLocked(*st.agent, rmds, ev.status);
         }
         st.jobs.resize(st.submitted); /* nothing more of this post */
+        if (st.outstanding) {
+            cancelLocked(st.token); /* a notification held behind it, too */
+        }
     }
     if (!st.outstanding && (st.submitted == st.jobs.size() || st.released)) {
         inflight_.erase(it);
     }
 }
 
-/* A notification to the mailbox: the sender's agent name, then NIXL's
- * message. */
+/* A notification to the mailbox or to one of this agent's exports: the
+ * sender's agent name, then NIXL's message. */
 void
 nixlKxferEngine::notifyLocked(const struct kxfer_event &ev) const {
-    if (ev.sub != mailboxSub_) {
+#ifdef KXFER_FEAT_NOTIFY_MSG
+    if (!ev.msg_len) {
+        /* a plain kxfer notification, not of this plugin */
+        NIXL_WARN << "KXFER: a notification without a message from peer " << ev.peer
+                  << " (value " << ev.user_data << ", " << ev.bytes << " bytes)";
         return;
     }
-#ifdef KXFER_FEAT_NOTIFY_MSG
     if (ev.msg_off == KXFER_MSG_NONE || uint64_t(ev.msg_off) + ev.msg_len > msgs_.size()) {
         NIXL_ERROR << "KXFER: a notification's message did not fit the reap buffer";
         return;
@@ -1187,11 +1204,32 @@ nixlKxferEngine::checkXfer(nixlBackendReqH *handle) const {
 }
 
 /*
- * A request released with jobs in flight is abandoned, not cancelled:
- * its jobs run to their end (the kernel keeps the pages pinned until
- * then), its state stays in the table until their completions are
- * reaped, and jobs not yet submitted are never sent.
+ * A request released with jobs in flight is cancelled: what has not
+ * reached the NIC is taken back (jobs held behind a FENCE, such as its
+ * notification, and parts waiting in a send queue), the rest runs to its
+ * end (the kernel keeps the pages pinned until then).  Every job still
+ * ends exactly once, so the request's state stays in the table until its
+ * completions are reaped; jobs not yet submitted are never sent.
  */
+/* Take back what has not reached the NIC of a post's jobs (@token), or
+ * of all jobs (0). */
+void
+nixlKxferEngine::cancelLocked(uint64_t token) const {
+#ifdef KXFER_FEAT_CANCEL
+    int ret;
+
+    if (!cancel_) {
+        return;
+    }
+    ret = kxfer_cancel(kx_, token, token ? ~0ULL : 0, nullptr);
+    if (ret) {
+        NIXL_ERROR << "KXFER: cancel: " << errStr(ret);
+    }
+#else
+    (void)token;
+#endif
+}
+
 nixl_status_t
 nixlKxferEngine::releaseReqH(nixlBackendReqH *handle) const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -1204,7 +1242,9 @@ nixlKxferEngine::releaseReqH(nixlBackendReqH *handle) const {
         XferState &st = *h->state;
         st.released = true;
         st.jobs.resize(st.submitted);
-        if (!st.outstanding) {
+        if (st.outstanding) {
+            cancelLocked(st.token);
+        } else {
             const auto it = inflight_.find(st.token);
             if (it != inflight_.end() && it->second == h->state) {
                 inflight_.erase(it);
@@ -1220,21 +1260,12 @@ nixlKxferEngine::releaseReqH(nixlBackendReqH *handle) const {
 /* ---------------------------------------------------------------------- */
 
 /*
- * Build a notify-only job (no segments, no pool) to @ra's mailbox whose
- * message is this agent's name and @msg; @payload keeps the bytes until
- * the job is submitted (the kernel copies them at SUBMIT).
+ * A notification's bytes: this agent's name (u16 length, little-endian,
+ * then the name) and NIXL's message, within the module's max_notify_len.
  */
 nixl_status_t
-nixlKxferEngine::sendNotifLocked(RemoteAgent &ra,
-                                 const std::string &msg,
-                                 bool fence,
-                                 uint64_t token,
-                                 struct kxfer_job &job,
-                                 std::string &payload) const {
-#ifdef KXFER_FEAT_NOTIFY_MSG
+nixlKxferEngine::notifPayloadLocked(const std::string &msg, std::string &payload) const {
     const size_t nlen = localAgent.size();
-    nixl_status_t status;
-    int ret;
 
     if (nlen > 0xffff || kNameLenBytes + nlen + msg.size() > maxNotifyLen_) {
         NIXL_ERROR << "KXFER: a notification of " << msg.size() << " bytes from agent "
@@ -1242,34 +1273,68 @@ nixlKxferEngine::sendNotifLocked(RemoteAgent &ra,
                    << " bytes with the agent's name and 2)";
         return NIXL_ERR_INVALID_PARAM;
     }
-    status = resolveMailboxLocked(ra, true);
-    if (status != NIXL_SUCCESS) {
-        return status == NIXL_ERR_NOT_FOUND ? failureStatusLocked(ra, {}, -ENOENT) : status;
-    }
     payload.clear();
     payload.push_back(static_cast<char>(nlen & 0xff));
     payload.push_back(static_cast<char>(nlen >> 8));
     payload += localAgent;
     payload += msg;
+    return NIXL_SUCCESS;
+}
+
+/*
+ * A notification-only job (no segments, no pool) to @ra's mailbox; @job
+ * points at @payload, which must live until the job is submitted (the
+ * kernel copies the bytes at SUBMIT).
+ */
+nixl_status_t
+nixlKxferEngine::mailboxJobLocked(RemoteAgent &ra,
+                                  uint64_t token,
+                                  const std::string &payload,
+                                  struct kxfer_job &job) const {
+    nixl_status_t status = resolveMailboxLocked(ra, true);
+
+    if (status != NIXL_SUCCESS) {
+        return status == NIXL_ERR_NOT_FOUND ? failureStatusLocked(ra, {}, -ENOENT) : status;
+    }
     kxfer_job_init(&job, KXFER_OP_WRITE, 0, ra.peer, ra.mailboxHandle, nullptr, 0, token);
-    ret = kxfer_job_notify_msg(&job, payload.data(), payload.size());
-    if (ret) {
-        NIXL_ERROR << "KXFER: notification job: " << errStr(ret);
+    if (kxfer_job_notify_msg(&job, payload.data(), payload.size())) {
         return NIXL_ERR_INVALID_PARAM;
     }
-    if (fence) {
-        job.flags |= KXFER_JOB_FENCE;
-    }
     return NIXL_SUCCESS;
-#else
-    (void)ra;
-    (void)msg;
-    (void)fence;
-    (void)token;
-    (void)job;
-    (void)payload;
-    return NIXL_ERR_NOT_SUPPORTED;
-#endif
+}
+
+/*
+ * A transfer's notification, to go once all of its data is visible at
+ * the target.  With one job, the job carries it (the target subscribes
+ * to each of its exports): nothing waits for anything else.  With more,
+ * a notification-only job to the mailbox follows them with
+ * KXFER_JOB_FENCE, which holds it until every earlier job of this file
+ * to that peer completed (and holds the file's later jobs to the peer
+ * behind it).
+ */
+nixl_status_t
+nixlKxferEngine::notifyJobLocked(RemoteAgent &ra,
+                                 const std::string &msg,
+                                 uint64_t token,
+                                 XferState &st) const {
+    struct kxfer_job job;
+    nixl_status_t status = notifPayloadLocked(msg, st.payload);
+
+    if (status != NIXL_SUCCESS) {
+        return status;
+    }
+    if (st.jobs.size() == 1) {
+        return kxfer_job_notify_msg(&st.jobs[0], st.payload.data(), st.payload.size()) ?
+            NIXL_ERR_INVALID_PARAM :
+            NIXL_SUCCESS;
+    }
+    status = mailboxJobLocked(ra, token, st.payload, job);
+    if (status != NIXL_SUCCESS) {
+        return status;
+    }
+    job.flags |= KXFER_JOB_FENCE;
+    st.jobs.push_back(job);
+    return NIXL_SUCCESS;
 }
 
 nixl_status_t
@@ -1291,7 +1356,10 @@ nixlKxferEngine::genNotif(const std::string &remote_agent, const std::string &ms
     }
     RemoteAgent &ra = *it->second;
     progressLocked();
-    status = sendNotifLocked(ra, msg, false, kGenNotifToken, job, payload);
+    status = notifPayloadLocked(msg, payload);
+    if (status == NIXL_SUCCESS) {
+        status = mailboxJobLocked(ra, kGenNotifToken, payload, job);
+    }
     if (status != NIXL_SUCCESS) {
         return status;
     }

@@ -49,6 +49,7 @@ public:
     uintptr_t addr = 0; /* the registered buffer, at span + offset */
     size_t len = 0;
     std::string exportName;
+    uint32_t sub = 0; /* its notifications' subscription */
 };
 
 /* A buffer a remote agent registered, named by its export. */
@@ -168,6 +169,7 @@ private:
     struct kxfer *kx_ = nullptr;
     const struct kxfer_query *limits_ = nullptr;
     bool notifyMsg_ = false; /* the module has KXFER_FEAT_NOTIFY_MSG */
+    bool cancel_ = false; /* the module has KXFER_FEAT_CANCEL */
     uint32_t maxNotifyLen_ = 0;
     std::string prefix_; /* of the pool and export names this agent makes */
     mutable uint64_t nextName_ = 0;
@@ -222,8 +224,17 @@ private:
     nixl_status_t
     submitLocked(XferState &st) const;
     nixl_status_t
-    sendNotifLocked(RemoteAgent &ra, const std::string &msg, bool fence, uint64_t token,
-                    struct kxfer_job &job, std::string &payload) const;
+    notifPayloadLocked(const std::string &msg, std::string &payload) const;
+    nixl_status_t
+    mailboxJobLocked(RemoteAgent &ra,
+                     uint64_t token,
+                     const std::string &payload,
+                     struct kxfer_job &job) const;
+    nixl_status_t
+    notifyJobLocked(RemoteAgent &ra,
+                    const std::string &msg,
+                    uint64_t token,
+                    XferState &st) const;
     int
     reapLocked(unsigned int max, unsigned int min, int64_t timeout_ns) const;
     void
@@ -234,6 +245,8 @@ private:
     notifyLocked(const struct kxfer_event &ev) const;
     nixl_status_t
     statusLocked(const XferState &st) const;
+    void
+    cancelLocked(uint64_t token) const;
 };
 
 } // namespace kxfer_nixl
