@@ -85,6 +85,22 @@ ktap_nixl() {
 	barrier "$name-end" 600 || true
 }
 
+# Every job of every request, released in flight or not, ended exactly
+# once in the plugin's eyes: no completion it did not expect, and no
+# request left in flight when an agent ended (the plugin logs both).
+t_completions() {
+	require_nixl
+	local log
+
+	for log in "$KXFER_OUT/logs/nixl_test.log" "$KXFER_OUT/logs/nixl_test.py.log"; do
+		[ -f "$log" ] || { echo "no $log"; return 1; }
+		if grep -E 'completion of unknown request|requests and [0-9]+ notifications in flight' "$log"; then
+			echo "in $log"
+			return 1
+		fi
+	done
+}
+
 # Every pool and export of the plugin (named nx<pid>.<agent>.N) ended with
 # the process that made it; the module unloads.
 t_cleanup() {
@@ -120,5 +136,6 @@ ktap_nixl cpp "$NIXL_OUT/nixl_test" --role "$KXFER_GUEST" --dir "$KXFER_SHARED/n
 	--peer-addr "$A"
 ktap_nixl py selftests/nixl/nixl_test.py --role "$KXFER_GUEST" --dir "$KXFER_SHARED/nixl-py" \
 	--peer-addr "$KXFER_PEER_ADDR" --session a
+ktest completions t_completions
 ktest cleanup t_cleanup
 exit 0
