@@ -5,6 +5,7 @@
 #include "kxfer_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -278,9 +279,10 @@ nixlKxferEngine::nixlKxferEngine(const nixlBackendInitParams *init_params)
         initErr = true;
         return;
     }
-    /* names of pools and exports are node-wide: pid and agent */
+    /* names of pools and exports are node-wide: pid, agent and engine */
+    static std::atomic<unsigned int> engines{0};
     snprintf(pfx, sizeof(pfx), "nx%x.%08x.", static_cast<unsigned>(getpid()),
-             hashName(localAgent));
+             hashName(localAgent + "#" + std::to_string(engines++)));
     prefix_ = pfx;
 
     if (!setup()) {
