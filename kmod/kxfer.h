@@ -107,6 +107,9 @@ struct ib_umem_dmabuf;
  * @ps_sgt: DMABUF through pages: its mapping, which holds the pages
  * @ps_umem: DMABUF for a DMA device: ib_core's pinned import
  * @ps_dev: DMABUF for a DMA device: the one device it is mapped for
+ * @ps_dev_only: DMABUF for a DMA device: its chunks are DMA ranges of
+ *	that device, without pages; no other device can map them, and none
+ *	can once that one is gone
  */
 struct kxfer_pool_src {
 	struct mm_struct		*ps_mm;
@@ -116,6 +119,7 @@ struct kxfer_pool_src {
 	struct sg_table			*ps_sgt;
 	struct ib_umem_dmabuf		*ps_umem;
 	struct kxfer_device		*ps_dev;
+	bool				ps_dev_only;
 };
 
 /**
@@ -261,6 +265,7 @@ extern struct list_head kxfer_pools;
 extern struct list_head kxfer_exports;
 extern atomic64_t kxfer_pool_mem_used;
 
+bool kxfer_name_valid(const char *name);
 int kxfer_pool_create(const struct kxfer_pool_args *args,
 		      struct netlink_ext_ack *extack);
 int kxfer_pool_delete(const char *name, struct netlink_ext_ack *extack);

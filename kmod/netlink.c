@@ -101,7 +101,7 @@ static const char *kxfer_nl_name(struct genl_info *info, int attr,
 				 struct netlink_ext_ack *extack)
 {
 	const struct nlattr *nla = info->attrs[attr];
-	const char *s, *p;
+	const char *s;
 
 	if (!nla) {
 		NL_SET_ERR_ATTR_MISS(extack, NULL, attr);
@@ -113,12 +113,10 @@ static const char *kxfer_nl_name(struct genl_info *info, int attr,
 		NL_SET_ERR_MSG_ATTR(extack, nla, "name is empty");
 		return ERR_PTR(-EINVAL);
 	}
-	for (p = s; *p; p++) {
-		if (!isalnum(*p) && !strchr("._-:", *p)) {
-			NL_SET_ERR_MSG_ATTR(extack, nla,
-					    "name may hold only letters, digits and . _ - :");
-			return ERR_PTR(-EINVAL);
-		}
+	if (!kxfer_name_valid(s)) {
+		NL_SET_ERR_MSG_ATTR(extack, nla,
+				    "name may hold only letters, digits and . _ - :");
+		return ERR_PTR(-EINVAL);
 	}
 	return s;
 }

@@ -98,7 +98,10 @@ struct wire_accept {
 	uint16_t version;
 	uint16_t recv_credits;
 	char node[NAME_MAX_];
+	uint32_t features;	/* KXFER_WIRE_F_*: only bit 0 is known */
 } __packed;
+
+#define WIRE_FEATURES	0x1u
 
 struct msg_hdr {
 	uint32_t magic;
@@ -517,6 +520,10 @@ static void check_accept(struct sess *s, struct rdma_cm_event *ev)
 	}
 	if (!s->credits)
 		s->credits = le16toh(wa->recv_credits);
+	/* Features hostile does not know of would be a leak of something. */
+	if (le32toh(wa->features) & ~WIRE_FEATURES)
+		violation(s, "accept private data: unknown features %#x",
+			  le32toh(wa->features));
 	/* Nothing but zeros after the structure. */
 	for (; len > sizeof(*wa); len--)
 		if (((const uint8_t *)wa)[len - 1]) {

@@ -44,6 +44,7 @@
 #ifndef LIBKXFER_KXFER_H
 #define LIBKXFER_KXFER_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 #include <linux/kxfer.h>
@@ -435,7 +436,8 @@ static inline void kxfer_job_read(struct kxfer_job *job, uint32_t pool,
  * subscribers get one KXFER_EV_NOTIFY event with the bytes
  * (kxfer_reap_msgs()) once all of the job's data is visible there.
  *
- * Return: 0, or -EINVAL for an empty or too long message.
+ * Return: 0, or -EINVAL for an empty message (one longer than
+ * max_notify_len is refused by kxfer_submit() with -EINVAL).
  */
 static inline int kxfer_job_notify_msg(struct kxfer_job *job, const void *msg,
 				       uint32_t len)
