@@ -769,12 +769,15 @@ nixlKxferEngine::resolveMailboxLocked(RemoteAgent &ra, bool wait) const {
  */
 bool
 nixlKxferEngine::agentAliveLocked(RemoteAgent &ra) const {
-    const auto deadline = std::chrono::steady_clock::now() + lookupTimeout_;
+    const auto start = std::chrono::steady_clock::now();
+    auto nextPeer = start;
+    uint32_t state = KXFER_PEER_CONNECTING;
     int upWithout = 0;
 
     for (;;) {
+        const auto now = std::chrono::steady_clock::now();
         struct kxfer_remote_lookup rl;
-        uint32_t handle, state;
+        uint32_t handle;
         int ret;
 
         if (ra.peer && !kxfer_remote_lookup(kx_, ra.peer, ra.mailbox.c_str(), &rl)) {
@@ -782,19 +785,28 @@ nixlKxferEngine::agentAliveLocked(RemoteAgent &ra) const {
             ra.mailboxPeer = ra.peer;
             return true;
         }
-        ret = kxfer_peer_lookup(kx_, ra.session.c_str(), &handle, &state);
-        if (ret) {
-            NIXL_ERROR << "KXFER: agent " << ra.name << " is unreachable: session '"
-                       << ra.session << "' is gone (" << errStr(ret) << ")";
-            return false;
+        /*
+         * Each lookup makes a peer handle, which kxfer never takes back:
+         * once, and then once a second while the session is not up.
+         */
+        if (now >= nextPeer) {
+            ret = kxfer_peer_lookup(kx_, ra.session.c_str(), &handle, &state);
+            if (ret) {
+                NIXL_ERROR << "KXFER: agent " << ra.name << " is unreachable: session '"
+                           << ra.session << "' is gone (" << errStr(ret) << ")";
+                return false;
+            }
+            ra.peer = handle;
+            nextPeer = state == KXFER_PEER_UP ? start + std::chrono::hours(1) :
+                                                now + std::chrono::seconds(1);
+            continue; /* the mailbox on the new handle, at once */
         }
-        ra.peer = handle;
         if (state == KXFER_PEER_UP && ++upWithout > 2) {
             NIXL_ERROR << "KXFER: agent " << ra.name << " is gone: its mailbox " << ra.mailbox
                        << " is not on session '" << ra.session << "'";
             return false;
         }
-        if (std::chrono::steady_clock::now() >= deadline) {
+        if (now - start >= lookupTimeout_) {
             NIXL_ERROR << "KXFER: agent " << ra.name << " is unreachable: session '"
                        << ra.session << "' is " << peerStateStr(state) << " after "
                        << lookupTimeout_.count() << " ms";
