@@ -7,8 +7,10 @@
  * with one export of exactly the registered bytes; a remote agent is a
  * kxfer session the administrator made (kxferctl peer add); a transfer
  * request is one kxfer job per (local pool, remote export) pair it
- * touches, all submitted at once; a notification is a notify-only job
- * to the remote agent's mailbox export.  See tools/nixl/README.md.
+ * touches, all submitted at once; a notification rides on a
+ * transfer's only job, or is a job of its own to the remote agent's
+ * mailbox export (genNotif, and transfers of several jobs, fenced behind
+ * them).  See tools/nixl/README.md.
  */
 #ifndef KXFER_NIXL_BACKEND_H
 #define KXFER_NIXL_BACKEND_H
