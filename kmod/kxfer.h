@@ -579,7 +579,10 @@ struct kxfer_session {
 	u64			s_start_ns;
 	u64			s_up_ns;
 	unsigned int		s_reconnects;
+	unsigned int		s_attempts;	/* since it was last up */
 	unsigned int		s_backoff_ms;
+	u64			s_next_try_ns;	/* connector, down: retry then */
+	u64			s_said_ns;	/* last "still failing" line */
 	char			s_fail_why[64];
 	int			s_fail_errno;
 	char			s_last_error[64];

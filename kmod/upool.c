@@ -254,6 +254,28 @@ static void kxfer_upool_undo(struct kxfer_file *kf, u32 handle)
 	kxfer_pool_unuse(pool);
 }
 
+/*
+ * Hand a built pool to its file and tell the caller its handle (@handle
+ * is in @arg, which goes back to @uarg); a pool the caller cannot be
+ * told about ends at once.
+ */
+static long kxfer_upool_give(struct kxfer_file *kf, struct kxfer_pool *pool,
+			     u32 *handle, void __user *uarg, const void *arg,
+			     size_t len)
+{
+	int ret = kxfer_upool_attach(kf, pool, handle);
+
+	if (ret) {
+		kxfer_pool_free_new(pool);
+		return ret;
+	}
+	if (copy_to_user(uarg, arg, len)) {
+		kxfer_upool_undo(kf, *handle);
+		return -EFAULT;
+	}
+	return 0;
+}
+
 /**
  * kxfer_ioc_pool_user - KXFER_IOC_POOL_USER: a pool of the caller's memory
  * @kf: the file that will own it
@@ -293,15 +315,7 @@ long kxfer_ioc_pool_user(struct kxfer_file *kf, void __user *uarg)
 	ret = kxfer_upool_pin(pool, a.addr);
 	if (ret)
 		goto out_free;
-	ret = kxfer_upool_attach(kf, pool, &a.handle);
-	if (ret)
-		goto out_free;
-
-	if (copy_to_user(uarg, &a, sizeof(a))) {
-		kxfer_upool_undo(kf, a.handle);
-		return -EFAULT;
-	}
-	return 0;
+	return kxfer_upool_give(kf, pool, &a.handle, uarg, &a, sizeof(a));
 
 out_free:
 	kxfer_pool_free_new(pool);
@@ -536,15 +550,7 @@ long kxfer_ioc_pool_dmabuf(struct kxfer_file *kf, void __user *uarg)
 	ret = kxfer_upool_dmabuf_import(pool, &a);
 	if (ret)
 		goto out_free;
-	ret = kxfer_upool_attach(kf, pool, &a.handle);
-	if (ret)
-		goto out_free;
-
-	if (copy_to_user(uarg, &a, sizeof(a))) {
-		kxfer_upool_undo(kf, a.handle);
-		return -EFAULT;
-	}
-	return 0;
+	return kxfer_upool_give(kf, pool, &a.handle, uarg, &a, sizeof(a));
 
 out_free:
 	kxfer_pool_free_new(pool);

@@ -734,7 +734,9 @@ enum {
 	KXFER_A_PEER_PORT_NUM,		/* u32, its port */
 	KXFER_A_PEER_REMOTE_NODE,	/* string */
 	KXFER_A_PEER_RECONNECTS,	/* u32 */
-	KXFER_A_PEER_LAST_ERROR,	/* string, why it last went down */
+	KXFER_A_PEER_LAST_ERROR,	/* string, why it last went down or
+					 * its last attempt failed
+					 */
 	KXFER_A_PEER_LAST_ERRNO,	/* s32 */
 	KXFER_A_PEER_KEEPALIVE_RTT_NS,	/* u64, round trip of the last probe */
 	KXFER_A_PEER_UP_NS,		/* u64, time from connect to up, last time */
@@ -743,6 +745,10 @@ enum {
 	KXFER_A_PEER_PAD,
 	KXFER_A_PEER_ID,		/* u32, as in NOTIFY events */
 	KXFER_A_PEER_STATS,		/* nest, attribute-set "stats" */
+	/* u32, connector: connection attempts since it was last up */
+	KXFER_A_PEER_ATTEMPTS,
+	/* s64, connector, down: ns until the next attempt (< 0: overdue) */
+	KXFER_A_PEER_NEXT_TRY_NS,
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
