@@ -375,7 +375,9 @@ t_export_add_del_live() {
 	busywait 5000 has_rexport pa live
 	dt=$(($(now_ms) - t0))
 	echo "export add seen after $dt ms"
-	[ "$dt" -le 1000 ] || { echo "took more than a second"; exit 1; }
+	# One control message and kxferctl's polling; a TCG guest on a busy
+	# host took 1028 ms once (load 10): a bound, not a benchmark.
+	[ "$dt" -le 3000 ] || { echo "took more than 3 s"; exit 1; }
 	has_rexport pa4 live
 	barrier live-seen
 	barrier live-deleted
@@ -383,7 +385,7 @@ t_export_add_del_live() {
 	busywait 5000 check_fail has_rexport pa live
 	dt=$(($(now_ms) - t0))
 	echo "export del seen after $dt ms"
-	[ "$dt" -le 1000 ] || { echo "took more than a second"; exit 1; }
+	[ "$dt" -le 3000 ] || { echo "took more than 3 s"; exit 1; }
 	barrier live-gone
 }
 
