@@ -64,6 +64,8 @@ module:
 # with 6.1's ("disagrees about version of symbol module_layout").
 KXFER_SRCS = $(TOP)/kmod/Kbuild $(filter-out %.mod.c,$(wildcard $(TOP)/kmod/*.[ch]))
 KXFER_KVERS ?= 6.1 6.12
+# test-only modules (selftests/kmod), built beside it, never installed
+KXFER_TEST_SRCS = $(TOP)/selftests/kmod/Kbuild $(filter-out %.mod.c,$(wildcard $(TOP)/selftests/kmod/*.[ch]))
 kxfer_sync = for f in $(1); do cmp -s $$f $(2)/$${f\#\#*/} || cp $$f $(2)/; done
 guest-modules:
 	@set -e; for series in $(KXFER_KVERS); do \
@@ -77,6 +79,10 @@ guest-modules:
 		$(call kxfer_sync,$(TOP)/uapi/linux/kxfer.h,$$src/uapi/linux); \
 		$(MAKE) -s -C /usr/src/linux-headers-$$rel M=$$src modules; \
 		cp $$src/kmod/kxfer.ko $(TOP)/build/modules/$$rel/; \
+		mkdir -p $$src/testmod; \
+		$(call kxfer_sync,$(KXFER_TEST_SRCS),$$src/testmod); \
+		$(MAKE) -s -C /usr/src/linux-headers-$$rel M=$$src/testmod modules; \
+		cp $$src/testmod/kxfer_testbuf.ko $(TOP)/build/modules/$$rel/; \
 	done
 
 tools:

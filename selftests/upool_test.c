@@ -33,6 +33,8 @@
 
 #include <linux/kxfer.h>
 
+#include "kmod/kxfer_testbuf.h"
+
 #include "kselftest_harness.h"
 
 #define PEER		"uself"
@@ -917,32 +919,33 @@ TEST_F(upool, dmabuf_refusals)
 	close(mfd);
 }
 
-/* A udmabuf written by the peer, read back through its memfd (6.12). */
-TEST_F(upool, udmabuf_transfers)
+/*
+ * What every dma-buf pool must do, whoever exported it: @dfd (@len
+ * bytes, seen by the test at @map) as a pool through soft-RoCE named
+ * (it does no DMA: the buffer's pages serve), with the descriptor
+ * closed once the pool holds the buffer; written by the peer and read
+ * back in @map, read by the peer, the local side of a WRITE; detached,
+ * with nothing left pinned.  Closes @dfd.
+ */
+static void dmabuf_transfers(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(upool) *self, int dfd, uint8_t *map,
+			     size_t len, const char *kind)
 {
-	size_t len = 64 * PG;
 	struct kxfer_segment seg = { 0, 8 * PG, 32 * PG };
 	struct kxfer_remote_lookup r;
 	struct kxfer_job job;
-	int dfd, mfd;
-	uint8_t *map;
 	uint32_t h;
 
-	if (access("/dev/udmabuf", F_OK))
-		SKIP(return, "this kernel has no udmabuf (CONFIG_UDMABUF)");
-	dfd = make_udmabuf(len, &map, &mfd);
-	ASSERT_LE(0, dfd);
+	ASSERT_LE(64 * PG, len);
 	/* Beyond the buffer; a device that does not exist */
 	EXPECT_EQ(-EINVAL, reg_dmabuf(self->fd, "udb", dfd, PG, len, NULL,
 				      NULL));
 	EXPECT_EQ(-ENODEV, reg_dmabuf(self->fd, "udb", dfd, 0, len, "nosuch0",
 				      NULL));
 	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
-	/* Named soft-RoCE: it does no DMA, the pages serve */
 	ASSERT_EQ(0, reg_dmabuf(self->fd, "udb", dfd, 0, len, "rxe0", &h));
-	/* The buffer's descriptors may go: the pool holds the buffer */
+	/* The buffer's descriptor may go: the pool holds the buffer */
 	close(dfd);
-	close(mfd);
 	EXPECT_EQ(0, run("kxferctl -j pool show udb | jq -e '.[0].kind == \"dmabuf\" and .[0].size == %zu' >/dev/null",
 			 len));
 	ASSERT_EQ(0, export_add(self->fd, "udb-x", h, 0, len,
@@ -966,41 +969,150 @@ TEST_F(upool, udmabuf_transfers)
 	EXPECT_EQ(0, check(self->src_map + 128 * PG, 8 * PG, 9));
 	EXPECT_EQ(0, detach(self->fd, h));
 	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
+	TH_LOG("%s: %zu bytes written, read and sent by the NIC, checked in the buffer's own mapping",
+	       kind, len);
+}
+
+/*
+ * A kernel without an exporter must be one built without it: its
+ * configuration (the headers of the running kernel, which the guest
+ * sees through the host's root) says so; anything else fails.
+ */
+static int config_lacks(const char *opt)
+{
+	return run("c=/usr/src/linux-headers-$(uname -r)/.config; test -r $c && grep -q '^# %s is not set' $c",
+		   opt);
+}
+
+/* A udmabuf over a memfd, read back through the memfd (6.12). */
+TEST_F(upool, udmabuf_transfers)
+{
+	size_t len = 64 * PG;
+	uint8_t *map;
+	int dfd, mfd;
+
+	if (access("/dev/udmabuf", F_OK)) {
+		/* 6.1: testbuf_transfers covers dma-buf pools there */
+		ASSERT_EQ(0, config_lacks("CONFIG_UDMABUF"));
+		TH_LOG("no /dev/udmabuf: this kernel is built without it");
+		return;
+	}
+	dfd = make_udmabuf(len, &map, &mfd);
+	ASSERT_LE(0, dfd);
+	close(mfd);
+	dmabuf_transfers(_metadata, self, dfd, map, len, "udmabuf");
 	munmap(map, len);
 }
 
 /* A buffer of the system dma-heap, checked through its own mapping. */
 TEST_F(upool, dma_heap_transfers)
 {
-	struct dma_heap_allocation_data a = { .len = 32 * PG,
+	struct dma_heap_allocation_data a = { .len = 64 * PG,
 					      .fd_flags = O_RDWR | O_CLOEXEC };
-	struct kxfer_segment seg = { 0, 0, 32 * PG };
-	struct kxfer_remote_lookup r;
-	struct kxfer_job job;
 	uint8_t *map;
-	uint32_t h;
 	int heap;
 
 	heap = open("/dev/dma_heap/system", O_RDWR);
-	if (heap < 0)
-		SKIP(return, "this kernel has no system dma-heap");
+	if (heap < 0) {
+		ASSERT_EQ(0, config_lacks("CONFIG_DMABUF_HEAPS"));
+		TH_LOG("no system dma-heap: this kernel is built without it");
+		return;
+	}
 	ASSERT_EQ(0, ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &a));
 	close(heap);
-	map = mmap(NULL, 32 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, a.fd, 0);
+	map = mmap(NULL, a.len, PROT_READ | PROT_WRITE, MAP_SHARED, a.fd, 0);
 	ASSERT_NE(MAP_FAILED, map);
-	ASSERT_EQ(0, reg_dmabuf(self->fd, "uheap", a.fd, 0, 32 * PG, NULL,
+	dmabuf_transfers(_metadata, self, a.fd, map, a.len, "dma-heap");
+	munmap(map, a.len);
+}
+
+/*
+ * kxfer_testbuf (selftests/kmod), loaded by suite-1.sh: a dma-buf of
+ * @len bytes shaped by @flags, mapped at *@map when it has pages; or a
+ * negative errno.
+ */
+static int make_testbuf(size_t len, uint32_t flags, uint8_t **map)
+{
+	struct kxfer_testbuf_create c = { .size = len, .flags = flags };
+	int dev, ret = 0;
+
+	dev = open("/dev/kxfer_testbuf", O_RDWR);
+	if (dev < 0)
+		return -errno;
+	if (ioctl(dev, KXFER_TESTBUF_CREATE, &c))
+		ret = -errno;
+	close(dev);
+	if (ret)
+		return ret;
+	if (map) {
+		*map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			    c.fd, 0);
+		if (*map == MAP_FAILED) {
+			close(c.fd);
+			return -ENOMEM;
+		}
+	}
+	return c.fd;
+}
+
+/* Both kernels: an exporter of system pages */
+TEST_F(upool, testbuf_transfers)
+{
+	size_t len = 64 * PG;
+	uint8_t *map;
+	int dfd;
+
+	dfd = make_testbuf(len, 0, &map);
+	ASSERT_LE(0, dfd);
+	dmabuf_transfers(_metadata, self, dfd, map, len, "kxfer_testbuf");
+	munmap(map, len);
+}
+
+/*
+ * Buffers a device without DMA cannot use, each refused alone with its
+ * errno, and nothing is left pinned or listed: pieces with no page
+ * (device memory, a GPU's), a piece that does not start on a page, a
+ * table shorter than the buffer, an exporter that fails to map.
+ */
+TEST_F(upool, testbuf_refusals)
+{
+	static const struct {
+		uint32_t flags;
+		int err;
+	} bad[] = {
+		{ KXFER_TESTBUF_PAGELESS, -EOPNOTSUPP },
+		{ KXFER_TESTBUF_UNALIGNED, -EOPNOTSUPP },
+		{ KXFER_TESTBUF_SHORT, -EINVAL },
+		{ KXFER_TESTBUF_FAIL_MAP, -ENOMEM },
+	};
+	size_t len = 16 * PG;
+	unsigned int i;
+	uint32_t h;
+	int dfd;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		dfd = make_testbuf(len, bad[i].flags, NULL);
+		ASSERT_LE(0, dfd);
+		EXPECT_EQ(bad[i].err, reg_dmabuf(self->fd, "udb", dfd, 0, len,
+						 "rxe0", NULL)) {
+			TH_LOG("testbuf flags %#x", bad[i].flags);
+		}
+		EXPECT_EQ(bad[i].err, reg_dmabuf(self->fd, "udb", dfd, 0, len,
+						 NULL, NULL));
+		close(dfd);
+		EXPECT_EQ(self->used0, pool_mem_used(self->fd));
+		EXPECT_EQ(0, run("kxferctl -j pool show | jq -e 'map(select(.name == \"udb\")) | length == 0' >/dev/null"));
+	}
+	/* The page-less refusal says why, in the kernel log */
+	EXPECT_EQ(0, run("dmesg | grep 'pool udb of upool_test.*no pages of system memory' >/dev/null"));
+	/* A short table is fine where it covers what is asked */
+	dfd = make_testbuf(len, KXFER_TESTBUF_SHORT, NULL);
+	ASSERT_LE(0, dfd);
+	EXPECT_EQ(0, reg_dmabuf(self->fd, "udb", dfd, 0, len - PG, "rxe0",
 				&h));
-	ASSERT_EQ(0, export_add(self->fd, "uheap-x", h, 0, 32 * PG,
-				KXFER_ACCESS_WRITE));
-	ASSERT_EQ(0, remote_wait(self->fd, self->peer, "uheap-x", &r));
-	fill(self->src_map, 32 * PG, 10);
-	job_init(&job, KXFER_OP_WRITE, self->src, self->peer, r.handle, &seg,
-		 1, 1);
-	ASSERT_EQ(0, job_run(self->fd, &job));
-	EXPECT_EQ(0, check(map, 32 * PG, 10));
 	EXPECT_EQ(0, detach(self->fd, h));
-	munmap(map, 32 * PG);
-	close(a.fd);
+	close(dfd);
+	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
 }
 
 TEST_HARNESS_MAIN

@@ -218,7 +218,11 @@ t_pool_survives_device_removal() {
 #
 # upool_test reaches its own user pools through a session of this node to
 # itself: "uself" (2 QPs), with the kernel pool "usrc" exported as
-# "usrc-x" for the other side of each transfer.
+# "usrc-x" for the other side of each transfer.  kxfer_testbuf (built
+# beside kxfer.ko from selftests/kmod) exports the dma-bufs that every
+# kernel here lacks: on 6.1 any, on both one with no pages behind it.
+
+UPOOL_TESTBUF=$(dirname "$KXFER_MODULE")/kxfer_testbuf.ko
 
 _upool_peer_up() {
 	kxferctl -j peer show uself 2>/dev/null | jq -e '.[0].state == "up" and
@@ -230,6 +234,7 @@ _upool_no_peers() {
 }
 
 t_upool_setup() {
+	insmod "$UPOOL_TESTBUF"
 	kxferctl pool add usrc size 4M mode 0666
 	kxferctl export add usrc-x pool usrc access read,write,atomic
 	kxferctl listen "$KXFER_SELF_ADDR" allow "$KXFER_SELF_ADDR/32"
@@ -249,6 +254,8 @@ t_upool_cleanup() {
 	j=$(kxferctl -j pool show)
 	echo "$j" | jq -e 'map(select(.kind != "kernel")) | length == 0' >/dev/null
 	kxferctl -j export show | jq -e 'map(select(.pid != null)) | length == 0' >/dev/null
+	# Every buffer of the test exporter was released.
+	rmmod kxfer_testbuf
 }
 
 t_resources_clean() {
