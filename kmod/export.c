@@ -96,6 +96,12 @@ int kxfer_export_create(const struct kxfer_export_args *args,
 		ret = -ENOENT;
 		goto out_unlock;
 	}
+	/* Under kxfer_obj_mutex: a revocation withdraws after it (upool.c) */
+	if (READ_ONCE(pool->kp_revoked)) {
+		NL_SET_ERR_MSG(extack, "the pool's memory was revoked by its exporter");
+		ret = -ESTALE;
+		goto out_unlock;
+	}
 	if (!args->has_len)
 		len = args->off < pool->kp_size ? pool->kp_size - args->off : 0;
 	if (!len || check_add_overflow(args->off, len, &end) ||

@@ -202,9 +202,13 @@ static void kxfer_job_post(struct kxfer_task *job)
 {
 	struct kxfer_file *kf = job->j_file;
 	struct kxfer_gate *g = job->j_gate;
+	struct kxfer_pool *pool = job->j_pool;
 	struct kxfer_event *ev;
 	unsigned long flags;
 
+	/* Its memory was revoked while it ran: what it moved is lost. */
+	if (pool && READ_ONCE(pool->kp_revoked))
+		kxfer_job_set_error(job, -ESTALE, 0);
 	kxfer_job_count(job);
 	trace_job_complete(job->j_sess->s_id, job->j_user_data, job->j_status,
 			   job->j_wc_status, job->j_status ? 0 : job->j_bytes);
@@ -225,6 +229,8 @@ static void kxfer_job_post(struct kxfer_task *job)
 	kf->kf_inflight--;
 	spin_unlock_irqrestore(&kf->kf_lock, flags);
 	wake_up_interruptible(&kf->kf_wait);
+	if (pool)
+		kxfer_pool_job_end(pool);
 
 	if (llist_add(&job->j_free, &kxfer_job_free_list))
 		queue_work(kxfer_wq, &kxfer_job_free);
@@ -1053,6 +1059,12 @@ handles:
 		ret = -ENOENT;
 		goto out_segs;
 	}
+	/* Counted before its memory is looked at: see upool.c's revoke. */
+	if (pool && !kxfer_pool_job_begin(pool)) {
+		kxfer_pool_put(pool);
+		ret = -ESTALE;
+		goto out_segs;
+	}
 	xa_lock(&kf->kf_peers);
 	s = uj->peer ? xa_load(&kf->kf_peers, uj->peer) : NULL;
 	if (s)
@@ -1322,8 +1334,10 @@ out_unlock:
 out_sess:
 	kxfer_session_put(s);
 out_pool:
-	if (pool)
+	if (pool) {
+		kxfer_pool_job_end(pool);
 		kxfer_pool_put(pool);
+	}
 out_segs:
 	kvfree(scratch);
 	kvfree(segs);

@@ -13,6 +13,7 @@
 #include <linux/completion.h>
 #include <linux/xarray.h>
 #include <linux/wait.h>
+#include <linux/wait_bit.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
 #include <rdma/ib_verbs.h>
@@ -120,6 +121,7 @@ struct kxfer_pool_src {
 	struct ib_umem_dmabuf		*ps_umem;
 	struct kxfer_device		*ps_dev;
 	bool				ps_dev_only;
+	bool				ps_releasing;
 };
 
 /**
@@ -180,6 +182,8 @@ struct kxfer_pool {
 	struct mutex		kp_map_lock;	/* protects kp_maps */
 	struct list_head	kp_maps;
 	enum kxfer_pool_kind	kp_kind;
+	bool			kp_revoked;	/* its dma-buf's exporter took it */
+	atomic_t		kp_jobs;	/* jobs with it as local side */
 	struct kxfer_file	*kp_file;
 	pid_t			kp_pid;
 	char			kp_comm[TASK_COMM_LEN];
@@ -307,7 +311,31 @@ void kxfer_upool_release(struct kxfer_pool *pool);
 bool kxfer_upool_map_device(struct kxfer_pool *pool, struct kxfer_device *kd,
 			    u64 *dma);
 void kxfer_upools_device_removed(struct kxfer_device *kd);
+void kxfer_upools_exit(void);
 struct device *kxfer_chardev_dma_device(void);
+
+/*
+ * A job with @pool as its local side: counted from before it looks at
+ * the memory until it ends (kxfer_job_post), so that a revocation of
+ * the pool's dma-buf (upool.c) waits for the jobs the NIC may still be
+ * running.  Begin: false if the pool was revoked (the job is refused).
+ */
+static inline void kxfer_pool_job_end(struct kxfer_pool *pool)
+{
+	if (atomic_dec_and_test(&pool->kp_jobs))
+		wake_up_var(&pool->kp_jobs);
+}
+
+static inline bool kxfer_pool_job_begin(struct kxfer_pool *pool)
+{
+	atomic_inc(&pool->kp_jobs);
+	/* Pairs with the barrier after kp_revoked is set (upool.c). */
+	smp_mb__after_atomic();
+	if (!READ_ONCE(pool->kp_revoked))
+		return true;
+	kxfer_pool_job_end(pool);
+	return false;
+}
 
 /* ---------------------------------------------------------------------- */
 /* session.c, listen.c, ctrl.c, frwr.c: sessions between two kxfer nodes   */

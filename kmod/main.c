@@ -112,6 +112,7 @@ static void __exit kxfer_exit(void)
 	kxfer_jobs_flush();
 	kxfer_exports_destroy_all();
 	kxfer_pools_destroy_all();
+	kxfer_upools_exit();
 	kxfer_device_client_unregister();
 	kxfer_sessions_exit();
 	kxfer_info("unloaded\n");

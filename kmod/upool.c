@@ -30,6 +30,7 @@
 #include <linux/capability.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/dma-resv.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -38,6 +39,8 @@
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/wait_bit.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_umem.h>
 
 #include "kxfer.h"
@@ -59,6 +62,56 @@ static bool kxfer_upool_zero(const void *p, size_t len)
 /* ---------------------------------------------------------------------- */
 /* Giving memory back                                                      */
 /* ---------------------------------------------------------------------- */
+
+/*
+ * ib_core's import of a dma-buf for a device is released from a work
+ * item, where no lock of kxfer's is held: the release takes the buffer's
+ * reservation lock, under which a revocation (kxfer_upool_revoke) takes
+ * kxfer_obj_mutex and sessions' mutexes, while the last reference to a
+ * pool may go under a session's mutex.
+ */
+struct kxfer_upool_put {
+	struct work_struct	up_work;
+	struct ib_umem_dmabuf	*up_umem;
+	struct kxfer_device	*up_dev;
+};
+
+static atomic_t kxfer_upool_puts = ATOMIC_INIT(0);
+
+static void kxfer_upool_put_work(struct work_struct *work)
+{
+	struct kxfer_upool_put *up = container_of(work, struct kxfer_upool_put,
+						  up_work);
+
+	ib_umem_release(&up->up_umem->umem);
+	kxfer_device_put(up->up_dev);
+	kfree(up);
+	if (atomic_dec_and_test(&kxfer_upool_puts))
+		wake_up_var(&kxfer_upool_puts);
+}
+
+static void kxfer_upool_put_umem(struct ib_umem_dmabuf *umem,
+				 struct kxfer_device *kd)
+{
+	struct kxfer_upool_put *up;
+
+	up = kmalloc(sizeof(*up), GFP_KERNEL | __GFP_NOFAIL);
+	INIT_WORK(&up->up_work, kxfer_upool_put_work);
+	up->up_umem = umem;
+	up->up_dev = kd;
+	atomic_inc(&kxfer_upool_puts);
+	queue_work(system_unbound_wq, &up->up_work);
+}
+
+/**
+ * kxfer_upools_exit - wait for the imports being released
+ *
+ * Module unload, after the last pool went and before the devices go.
+ */
+void kxfer_upools_exit(void)
+{
+	wait_var_event(&kxfer_upool_puts, !atomic_read(&kxfer_upool_puts));
+}
 
 /**
  * kxfer_upool_release - give a process's pool's memory back
@@ -87,10 +140,13 @@ void kxfer_upool_release(struct kxfer_pool *pool)
 						  DMA_BIDIRECTIONAL);
 	if (src->ps_attach)
 		dma_buf_detach(src->ps_dmabuf, src->ps_attach);
-	if (src->ps_umem)
-		ib_umem_release(&src->ps_umem->umem);
-	if (src->ps_dev)
+	if (src->ps_umem) {
+		/* ib_core calls kxfer_upool_revoke() once more: nothing to do */
+		WRITE_ONCE(src->ps_releasing, true);
+		kxfer_upool_put_umem(src->ps_umem, src->ps_dev);
+	} else if (src->ps_dev) {
 		kxfer_device_put(src->ps_dev);
+	}
 	if (src->ps_dmabuf)
 		dma_buf_put(src->ps_dmabuf);
 	memset(src, 0, sizeof(*src));
@@ -389,14 +445,67 @@ static int kxfer_upool_dmabuf_pages(struct kxfer_pool *pool, u64 offset)
 	return pos >= end ? 0 : -EINVAL;
 }
 
+#ifdef KXFER_HAVE_UMEM_DMABUF_REVOCABLE
+/*
+ * The exporter takes the buffer back (dma_buf_move_notify() on a pinned
+ * attachment, as VFIO does with a device's memory on reset), or ib_core
+ * calls this once as the import is released (ps_releasing: no export and
+ * no job is left then, they hold the pool).  Called under the buffer's
+ * reservation lock; when it returns, nothing may touch the memory: the
+ * pool takes no new job nor export (ESTALE), its exports are withdrawn
+ * (LOCAL_INV on every session, as for a deletion), and the jobs the NIC
+ * may be running on it are waited for; they end with ESTALE.
+ */
+static void kxfer_upool_revoke(void *priv)
+{
+	struct kxfer_pool *pool = priv;
+
+	if (READ_ONCE(pool->kp_src.ps_releasing))
+		return;
+	kxfer_upool_warn(pool, "its exporter revoked the dma-buf: exports withdrawn, jobs on it end with ESTALE\n");
+	WRITE_ONCE(pool->kp_revoked, true);
+	/* Pairs with the barrier in kxfer_pool_job_begin(). */
+	smp_mb();
+	kxfer_exports_withdraw_pool(pool);
+	wait_var_event(&pool->kp_jobs, !atomic_read(&pool->kp_jobs));
+}
+#endif
+
+/* ib_core's pinned import, revocable where the kernel offers it (6.12) */
+static struct ib_umem_dmabuf *kxfer_upool_umem_get(struct kxfer_pool *pool,
+						   int fd, u64 offset)
+{
+	struct ib_device *ibdev = pool->kp_src.ps_dev->kd_ibdev;
+	int access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ |
+		     IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC;
+#ifdef KXFER_HAVE_UMEM_DMABUF_REVOCABLE
+	struct ib_umem_dmabuf *umem;
+
+	umem = ib_umem_dmabuf_get_pinned_revocable_and_lock(ibdev, offset,
+							    pool->kp_size,
+							    fd, access);
+	if (IS_ERR(umem))
+		return umem;
+	ib_umem_dmabuf_set_revoke_locked(umem, kxfer_upool_revoke, pool);
+	dma_resv_unlock(umem->attach->dmabuf->resv);
+	return umem;
+#else
+	return ib_umem_dmabuf_get_pinned(ibdev, offset, pool->kp_size, fd,
+					 access);
+#endif
+}
+
 /*
  * For a device that does DMA (an HCA with GPU memory behind it): ib_core
  * attaches and pins the buffer for that device, and the pool is its DMA
  * ranges on that device only.  Soft-RoCE has no DMA device, so the tests
- * here cannot reach this function nor the device branch of
+ * here cannot reach this function, kxfer_upool_umem_get() and
+ * kxfer_upool_revoke(), nor the device branch of
  * kxfer_upool_map_device() and kxfer_upools_device_removed(); they were
- * checked by reading ib_umem_dmabuf_get_pinned() and its users
- * (mlx5's and efa's reg_user_mr_dmabuf).
+ * checked by reading ib_umem_dmabuf_get_pinned(), the revocable variant
+ * (drivers/infiniband/core/umem_dmabuf.c of Debian's 6.12) and their
+ * users (mlx5's and efa's reg_user_mr_dmabuf), and are built on both
+ * kernels with W=1 and sparse.
  */
 static int kxfer_upool_dmabuf_device(struct kxfer_pool *pool, int fd,
 				     u64 offset)
@@ -407,12 +516,7 @@ static int kxfer_upool_dmabuf_device(struct kxfer_pool *pool, int fd,
 	unsigned int cap = 0, i;
 	int ret;
 
-	umem = ib_umem_dmabuf_get_pinned(src->ps_dev->kd_ibdev, offset,
-					 pool->kp_size, fd,
-					 IB_ACCESS_LOCAL_WRITE |
-					 IB_ACCESS_REMOTE_READ |
-					 IB_ACCESS_REMOTE_WRITE |
-					 IB_ACCESS_REMOTE_ATOMIC);
+	umem = kxfer_upool_umem_get(pool, fd, offset);
 	if (IS_ERR(umem))
 		return PTR_ERR(umem);
 	src->ps_umem = umem;
@@ -450,7 +554,7 @@ bool kxfer_upool_map_device(struct kxfer_pool *pool, struct kxfer_device *kd,
 	unsigned int i;
 
 	lockdep_assert_held(&pool->kp_map_lock);
-	if (!src->ps_umem || src->ps_dev != kd)
+	if (!src->ps_umem || src->ps_dev != kd || READ_ONCE(pool->kp_revoked))
 		return false;
 	for_each_sgtable_dma_sg(&src->ps_umem->umem.sgt_append.sgt, sg, i)
 		dma[i] = sg_dma_address(sg);
@@ -469,22 +573,33 @@ bool kxfer_upool_map_device(struct kxfer_pool *pool, struct kxfer_device *kd,
  */
 void kxfer_upools_device_removed(struct kxfer_device *kd)
 {
+	struct ib_umem_dmabuf *umem;
 	struct kxfer_pool *pool;
 
-	mutex_lock(&kxfer_obj_mutex);
-	list_for_each_entry(pool, &kxfer_pools, kp_node) {
-		struct kxfer_pool_src *src = &pool->kp_src;
+	do {
+		umem = NULL;
+		mutex_lock(&kxfer_obj_mutex);
+		list_for_each_entry(pool, &kxfer_pools, kp_node) {
+			struct kxfer_pool_src *src = &pool->kp_src;
 
-		mutex_lock(&pool->kp_map_lock);
-		if (src->ps_dev == kd) {
-			ib_umem_release(&src->ps_umem->umem);
-			src->ps_umem = NULL;
-			src->ps_dev = NULL;
+			mutex_lock(&pool->kp_map_lock);
+			if (src->ps_dev == kd) {
+				WRITE_ONCE(src->ps_releasing, true);
+				umem = src->ps_umem;
+				src->ps_umem = NULL;
+				src->ps_dev = NULL;
+			}
+			mutex_unlock(&pool->kp_map_lock);
+			if (umem)
+				break;
+		}
+		mutex_unlock(&kxfer_obj_mutex);
+		/* Outside the locks (see struct kxfer_upool_put) */
+		if (umem) {
+			ib_umem_release(&umem->umem);
 			kxfer_device_put(kd);
 		}
-		mutex_unlock(&pool->kp_map_lock);
-	}
-	mutex_unlock(&kxfer_obj_mutex);
+	} while (umem);
 }
 
 /* Import the buffer: through its pages, or for the one device named. */
