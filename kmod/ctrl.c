@@ -468,6 +468,28 @@ void kxfer_rexports_clear(struct kxfer_session *s)
 }
 
 /*
+ * A notification must name an export this session was given, at the
+ * generation it was given (the peer has it from our EXPORT_ADD): a peer
+ * cannot wake the subscribers of an export that is not exported to it.
+ * One for an export withdrawn since the peer sent it is dropped as well:
+ * its keys are gone, and so is what its subscribers would wait for.
+ */
+static bool kxfer_notify_allowed(struct kxfer_session *s,
+				 const struct kxfer_msg_notify *n)
+{
+	u64 gen = le64_to_cpu(n->mn_gen);
+	struct kxfer_reg *rg;
+
+	list_for_each_entry(rg, &s->s_regs, rg_node)
+		if (rg->rg_gen == gen &&
+		    !strcmp(rg->rg_name, (const char *)n->mn_name))
+			return true;
+	pr_notice_ratelimited("kxfer: peer %s: notification for export %s (generation %llu), which it was not given: dropped\n",
+			      s->s_name, (const char *)n->mn_name, gen);
+	return false;
+}
+
+/*
  * One half of a NOTIFY by WRITE_WITH_IMM arrived: @desc (the message) or
  * the immediate @token alone.  Deliver when the other half is here.  The
  * WRITE_WITH_IMM completes only after every earlier WRITE on the QP was
@@ -492,11 +514,11 @@ static int kxfer_notify_half(struct kxfer_session *s, u32 token,
 			*why = "notification token repeated";
 			return -EPROTO;
 		}
-		if (desc)
+		if (desc && kxfer_notify_allowed(s, desc))
 			kxfer_notify_deliver(s, desc->mn_name,
 					     le64_to_cpu(desc->mn_value),
 					     le64_to_cpu(desc->mn_bytes), NULL, 0);
-		else
+		else if (!desc && h->ih_allowed)
 			kxfer_notify_deliver(s, h->ih_name, h->ih_value,
 					     h->ih_bytes, NULL, 0);
 		h->ih_used = false;
@@ -510,6 +532,7 @@ static int kxfer_notify_half(struct kxfer_session *s, u32 token,
 	free->ih_token = token;
 	free->ih_have_desc = !!desc;
 	if (desc) {
+		free->ih_allowed = kxfer_notify_allowed(s, desc);
 		memcpy(free->ih_name, desc->mn_name, sizeof(free->ih_name));
 		free->ih_value = le64_to_cpu(desc->mn_value);
 		free->ih_bytes = le64_to_cpu(desc->mn_bytes);
@@ -533,13 +556,17 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 	case KXFER_MSG_NOTIFY: {
 		const struct kxfer_msg_notify *n = buf;
 
-		kxfer_notify_deliver(s, n->mn_name, le64_to_cpu(n->mn_value),
-				     le64_to_cpu(n->mn_bytes), NULL, 0);
+		if (kxfer_notify_allowed(s, n))
+			kxfer_notify_deliver(s, n->mn_name,
+					     le64_to_cpu(n->mn_value),
+					     le64_to_cpu(n->mn_bytes), NULL, 0);
 		return 0;
 	}
 	case KXFER_MSG_NOTIFY_MSG: {
 		const struct kxfer_msg_notify_msg *nm = buf;
 
+		if (!kxfer_notify_allowed(s, &nm->nm_notify))
+			return 0;
 		kxfer_notify_deliver(s, nm->nm_notify.mn_name,
 				     le64_to_cpu(nm->nm_notify.mn_value),
 				     le64_to_cpu(nm->nm_notify.mn_bytes),

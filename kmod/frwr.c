@@ -189,6 +189,7 @@ static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
 	rg->rg_pool = pool;
 	kref_get(&pool->kp_ref);
 	rg->rg_gen = exp->ke_gen;
+	strscpy(rg->rg_name, exp->ke_name, sizeof(rg->rg_name));
 	rg->rg_nmrs = nmrs;
 
 	for (i = 0; i < nmrs; i++) {

@@ -487,6 +487,7 @@ struct kxfer_reg {
 	struct kxfer_export	*rg_export;
 	struct kxfer_pool	*rg_pool;	/* referenced: the MRs map it */
 	u64			rg_gen;
+	char			rg_name[KXFER_NAME_MAX];	/* the export's */
 	unsigned int		rg_nmrs;
 	struct kxfer_mr_reg	rg_mrs[];
 };
@@ -595,6 +596,7 @@ struct kxfer_session {
 		u32	ih_token;
 		bool	ih_used;
 		bool	ih_have_desc;
+		bool	ih_allowed;	/* the desc names an export given */
 		char	ih_name[KXFER_NAME_MAX];
 		u64	ih_value;
 		u64	ih_bytes;
