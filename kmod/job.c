@@ -1983,13 +1983,13 @@ long kxfer_ioc_notify_sub(struct kxfer_file *kf, void __user *uarg)
 	if (copy_from_user(&ns, uarg, sizeof(ns)))
 		return -EFAULT;
 	if (ns.flags || !kxfer_zero(ns.reserved, sizeof(ns.reserved)) ||
-	    !ns.export[0] || !memchr(ns.export, '\0', sizeof(ns.export)))
+	    !ns.name[0] || !memchr(ns.name, '\0', sizeof(ns.name)))
 		return -EINVAL;
 
 	mutex_lock(&kxfer_obj_mutex);
 	ret = -ENOENT;
 	list_for_each_entry(exp, &kxfer_exports, ke_node) {
-		if (strcmp(exp->ke_name, ns.export))
+		if (strcmp(exp->ke_name, ns.name))
 			continue;
 		ret = kxfer_pool_check_access(exp->ke_pool);
 		break;
@@ -2001,7 +2001,7 @@ long kxfer_ioc_notify_sub(struct kxfer_file *kf, void __user *uarg)
 	sb = kzalloc(sizeof(*sb), GFP_KERNEL);
 	if (!sb)
 		return -ENOMEM;
-	strscpy(sb->sb_export, ns.export, sizeof(sb->sb_export));
+	strscpy(sb->sb_export, ns.name, sizeof(sb->sb_export));
 	kref_get(&kf->kf_ref);
 	sb->sb_file = kf;
 	/*

@@ -643,7 +643,7 @@ TEST_F(upool, transfers)
 
 	/* NOTIFY into user memory: the owner subscribes to its export */
 	memset(&sub, 0, sizeof(sub));
-	strcpy(sub.export, "uxfer-x");
+	strcpy(sub.name, "uxfer-x");
 	ASSERT_EQ(0, ioctl(self->fd, KXFER_IOC_NOTIFY_SUBSCRIBE, &sub));
 	fill(self->src_map, 8 * PG, 5);
 	segs[0] = (struct kxfer_segment){ 0, 500 * PG, 8 * PG };

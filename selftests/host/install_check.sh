@@ -69,6 +69,32 @@ PROG
 	LD_LIBRARY_PATH=$root/usr/lib "$prog"
 }
 
+# The same from C++ (the NIXL plugin's language): the headers compile
+# there too, the uapi header included (no C++ keyword as a field name).
+cxx_includes() {
+	local flags
+
+	flags=$(PKG_CONFIG_SYSROOT_DIR=$root \
+		PKG_CONFIG_LIBDIR=$root/usr/lib/pkgconfig \
+		pkg-config --cflags libkxfer) || return 1
+	cat >"$root/prog.cpp" <<'PROG'
+#include <kxfer.h>
+#include <linux/kxfer.h>
+
+static_assert(sizeof(struct kxfer_notify_sub) == 56, "kxfer_notify_sub");
+
+int main()
+{
+	struct kxfer_notify_sub ns = {};
+
+	ns.name[0] = 'x';
+	return ns.flags;
+}
+PROG
+	# shellcheck disable=SC2086
+	g++ -std=c++17 -Wall -Werror -fsyntax-only "$root/prog.cpp" $flags
+}
+
 module_installed() {
 	local ko
 
@@ -77,10 +103,11 @@ module_installed() {
 }
 
 echo "TAP version 13"
-echo "1..4"
+echo "1..5"
 check make_install install_all
 check tool_and_man_page tool_runs
 check library_links_and_runs library_links
+check headers_compile_as_cxx cxx_includes
 check module_installed module_installed
 echo "# Totals: pass:$((n - failed)) fail:$failed"
 [ "$failed" = 0 ]

@@ -393,7 +393,7 @@ KX_EXPORT int kxfer_notify_subscribe(struct kxfer *kx, const char *export_name,
 
 	if (!handle)
 		return -EINVAL;
-	ret = kx_name(ns.export, export_name);
+	ret = kx_name(ns.name, export_name);
 	if (ret)
 		return ret;
 	ret = kx_ioctl(kx->kx_fd, KXFER_IOC_NOTIFY_SUBSCRIBE, &ns);

@@ -309,7 +309,9 @@ struct kxfer_event {
 /**
  * struct kxfer_notify_sub - KXFER_IOC_NOTIFY_SUBSCRIBE: notifications of
  *	a local export
- * @export: in, the export's name, NUL-terminated
+ * @name: in, the export's name, NUL-terminated
+ * @export: the same field under its first name, for C only (a keyword
+ *	of C++, which could not include this header)
  * @flags: in, must be 0
  * @handle: out, for KXFER_IOC_NOTIFY_UNSUBSCRIBE and in events' @sub
  * @reserved: must be 0
@@ -317,7 +319,12 @@ struct kxfer_event {
  * The caller needs read permission on the export's pool.
  */
 struct kxfer_notify_sub {
-	char  export[KXFER_NAME_MAX];
+	union {
+		char  name[KXFER_NAME_MAX];
+#ifndef __cplusplus
+		char  export[KXFER_NAME_MAX];
+#endif
+	};
 	__u32 flags;
 	__u32 handle;
 	__u64 reserved[2];
