@@ -913,6 +913,11 @@ static bool is_synced(struct sess *s)
 	return s->got_sync && s->ka_acked;
 }
 
+static bool is_acked(struct sess *s)
+{
+	return s->ka_acked;
+}
+
 static bool is_disconnected(struct sess *s)
 {
 	return s->c[0].disconnected;
@@ -1730,6 +1735,20 @@ static bool list_eq(struct sess *s, const char *want)
 	return !strcmp(got, want);
 }
 
+/* A well-formed NOTIFY naming @name at @gen, carrying @value. */
+static int notify_send(struct sess *s, const char *name, uint64_t gen,
+		       uint64_t value)
+{
+	struct msg_notify n;
+
+	memset(&n, 0, sizeof(n));
+	snprintf(n.name, sizeof(n.name), "%s", name);
+	n.gen = htole64(gen);
+	n.value = htole64(value);
+	return send_msg(s, MSG_NOTIFY, (uint8_t *)&n + sizeof(n.h),
+			sizeof(n) - sizeof(n.h));
+}
+
 static int cmd_rdma(const char *expect, const char *granted)
 {
 	static struct attack at[64];
@@ -1775,6 +1794,32 @@ static int cmd_rdma(const char *expect, const char *granted)
 	else
 		result("rdma-granted", "ok, 4 KiB written and read back at %s+4096",
 		       granted);
+
+	/*
+	 * Notifications: a delivers only those for an export it gave evil,
+	 * at the generation it gave (hostile.sh subscribes to both names
+	 * on a and checks that only the last arrives, value 0x6b3).
+	 */
+	st = notify_send(&s, "hxc", 1, 0x6b1);
+	if (!st)
+		st = notify_send(&s, granted, g->gen + 1, 0x6b2);
+	if (!st)
+		st = notify_send(&s, granted, g->gen, 0x6b3);
+	/* a answers a keepalive after it has read the three (one queue) */
+	s.ka_acked = false;
+	if (!st)
+		st = send_msg(&s, MSG_KEEPALIVE, &(uint64_t){ htole64(0x6b4) }, 8);
+	if (!st && !pump(&s, 30000, is_acked))
+		st = -ETIMEDOUT;
+	if (st) {
+		result("rdma-notify", "FAIL: %d", st);
+	} else {
+		expect_log("kxfer: peer evil: notification for export hxc (generation 1), which it was not given: dropped");
+		expect_log("kxfer: peer evil: notification for export %s (generation %" PRIu64 "), which it was not given: dropped",
+			   granted, g->gen + 1);
+		result("rdma-notify", "ok, sent for hxc, for %s at a wrong generation, and for %s",
+		       granted, granted);
+	}
 
 	/* Each of these must end with a remote access error. */
 	add_attack(at, &n, "granted, straddling its end", IBV_WR_RDMA_WRITE,

@@ -63,6 +63,15 @@ t_hostile_peer() {
 		rej0=$(hp_rejected)
 		: >"$KXFER_SHARED/hp-expect"
 		n0=$(dmesg | wc -l)
+		# Subscribers: evil notifies hxc (not given to it), hxe at a
+		# wrong generation, then hxe as given (value 0x6b3 = 1715).
+		local nwe nwc
+		xfer notify-wait -n 1 -t 600 hxe >/tmp/hp-nw-hxe 2>&1 &
+		nwe=$!
+		xfer notify-wait -n 1 -t 600 hxc >/tmp/hp-nw-hxc 2>&1 &
+		nwc=$!
+		busywait 10000 grep -q '^subscribed' /tmp/hp-nw-hxe
+		busywait 10000 grep -q '^subscribed' /tmp/hp-nw-hxc
 		barrier hp-ready
 		barrier hp-attacked 120
 
@@ -86,6 +95,14 @@ t_hostile_peer() {
 		want=$(cat "$KXFER_SHARED/hp-rejected")
 		echo "listener refusals: $rej0 -> $rej1 (hostile saw $want)"
 		[ $((rej1 - rej0)) = "$want" ] || rc=1
+		# Only the notification for the export given, as given.
+		wait "$nwe" || rc=1
+		kill "$nwc" 2>/dev/null || { echo "the hxc subscriber ended"; rc=1; }
+		wait "$nwc" 2>/dev/null
+		cat /tmp/hp-nw-hxe /tmp/hp-nw-hxc
+		[ "$(grep -c '^notify ' /tmp/hp-nw-hxe)" = 1 ] || rc=1
+		grep -q '^notify peer [0-9]* value 1715 ' /tmp/hp-nw-hxe || rc=1
+		! grep '^notify ' /tmp/hp-nw-hxc || rc=1
 		# No session of the attacker is left.
 		busywait 15000 hp_only_b || { kxferctl -j peer show; rc=1; }
 		peer_state b up
