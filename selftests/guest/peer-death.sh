@@ -155,8 +155,9 @@ t_kill_busy() {
 	storm_say "a: session b down $dt ms after b was killed"
 	dmesg | grep 'kxfer: peer b: down' | tail -n 1
 	# keepalive_timeout_ms after the last completion, then the teardown
-	# (drain, deregistration) and this poll, each seconds under TCG
-	[ "$dt" -le $((KA_TIMEOUT_MS + 8000)) ] ||
+	# (drain, deregistration) and this poll, each seconds under TCG: 13.5
+	# s in a clean-clone run beside two other guest runs, so 20 s over
+	[ "$dt" -le $((KA_TIMEOUT_MS + 20000)) ] ||
 		{ echo "slower than the keepalive bound"; exit 1; }
 	wait $st || rc=$?
 	cat /tmp/kb-storm
