@@ -17,8 +17,9 @@
 #                     too), run every test (guests on Debian 6.1 and 6.12;
 #                     KXFER_KVERS=6.1 for one)
 #   make deps         install the Debian packages the project needs
-#   make bench        kxfer-bench against perftest in one guest (6.1): table
-#                     of medians and ratios, JSON in build/bench/
+#   make bench        kxfer-bench against perftest, and the demo's push
+#                     through NIXL against kxfer, in one guest (6.1):
+#                     table of medians and ratios, JSON in build/bench/
 #   make install      kxferctl and its man page, libkxfer (header, libraries,
 #                     pkg-config file) under $(DESTDIR)$(PREFIX), and the
 #                     module for $(KDIR) under $(DESTDIR)/lib/modules
@@ -137,6 +138,7 @@ check: deps
 bench: deps
 	$(MAKE) all
 	$(MAKE) guest-modules KXFER_KVERS=6.1
+	$(MAKE) nixl NIXL_PREFIX=$$(bash $(TOP)/tools/nixl/build-nixl-deps.sh --print-prefix)
 	bash $(TOP)/tools/bench/run $(BENCH_ARGS)
 
 # The demo boots the Debian 6.1 guests (KXFER_DEMO_KVER=6.12 for the
@@ -156,4 +158,4 @@ endif
 	KXFER_DEMO_NIXL=$(KXFER_DEMO_NIXL) bash $(TOP)/examples/run-demo --kver $(KXFER_DEMO_KVER)
 
 help:
-	@sed -n '3,27p' $(TOP)/Makefile
+	@sed -n '3,28p' $(TOP)/Makefile
