@@ -2,8 +2,10 @@
 #
 # kxfer top-level Makefile.
 #
-#   make demo         install what is missing, build, play seed 003's KV
-#                     push between two guests (examples/run-demo)
+#   make demo         install what is missing, build (NIXL and the plugin
+#                     too), play seed 003's KV push between two guests
+#                     (examples/run-demo); KXFER_DEMO_NIXL=0 leaves NIXL
+#                     and the demo's NIXL step out
 #   make              build kmod/kxfer.ko, tools, examples and selftests
 #                     (and the NIXL plugin with NIXL_PREFIX=<NIXL install>)
 #   make nixl-deps    build NIXL 1.4.0 from ../shared/third_party into
@@ -15,8 +17,9 @@
 #                     too), run every test (guests on Debian 6.1 and 6.12;
 #                     KXFER_KVERS=6.1 for one)
 #   make deps         install the Debian packages the project needs
-#   make bench        kxfer-bench against perftest in one guest (6.1): table
-#                     of medians and ratios, JSON in build/bench/
+#   make bench        kxfer-bench against perftest, and the demo's push
+#                     through NIXL against kxfer, in one guest (6.1):
+#                     table of medians and ratios, JSON in build/bench/
 #   make install      kxferctl and its man page, libkxfer (header, libraries,
 #                     pkg-config file) under $(DESTDIR)$(PREFIX), and the
 #                     module for $(KDIR) under $(DESTDIR)/lib/modules
@@ -141,13 +144,24 @@ check: deps
 bench: deps
 	$(MAKE) all
 	$(MAKE) guest-modules KXFER_KVERS=6.1
+	$(MAKE) nixl NIXL_PREFIX=$$(bash $(TOP)/tools/nixl/build-nixl-deps.sh --print-prefix)
 	bash $(TOP)/tools/bench/run $(BENCH_ARGS)
 
-# The demo boots the Debian 6.1 guests (KXFER_DEMO_KVER=6.12 for the other).
+# The demo boots the Debian 6.1 guests (KXFER_DEMO_KVER=6.12 for the
+# other).  Its NIXL step needs NIXL (built once from ../shared/third_party,
+# cached in /var/cache/kxfer) and the plugin: a demo that cannot build
+# them fails here, unless KXFER_DEMO_NIXL=0 leaves the step out.
 KXFER_DEMO_KVER ?= 6.1
+KXFER_DEMO_NIXL ?= 1
 demo: deps
 	$(MAKE) all guest-modules KXFER_KVERS=$(KXFER_DEMO_KVER)
-	bash $(TOP)/examples/run-demo --kver $(KXFER_DEMO_KVER)
+ifneq ($(KXFER_DEMO_NIXL),0)
+	@prefix=$$(bash $(TOP)/tools/nixl/build-nixl-deps.sh --print-prefix) && \
+	$(MAKE) nixl NIXL_PREFIX=$$prefix || { \
+		echo "make demo: NIXL or the KXFER plugin did not build (above); make demo KXFER_DEMO_NIXL=0 plays the demo without its NIXL step" >&2; \
+		exit 1; }
+endif
+	KXFER_DEMO_NIXL=$(KXFER_DEMO_NIXL) bash $(TOP)/examples/run-demo --kver $(KXFER_DEMO_KVER)
 
 help:
-	@sed -n '3,25p' $(TOP)/Makefile
+	@sed -n '3,28p' $(TOP)/Makefile

@@ -37,7 +37,16 @@
 #      dma-buf pool), checked through the memfd, from prefill's memfd:
 #      request 6; only where the kernel has /dev/udmabuf (6.12: 6.1's
 #      Debian kernel has no CONFIG_UDMABUF, the step says so)
-#   9. everything is taken down; nothing is left in the RDMA stack
+#   9. the same push through NIXL (examples/kv-nixl.py): each node runs
+#      an inference engine's side of it on NIXL's Python API
+#      (nixl_agent) and the KXFER backend plugin: it registers its KV
+#      cache (its own memory), the agents exchange metadata through
+#      /shared, decode sends the block list in a NIXL notification,
+#      prefill posts one WRITE request per layer, the notification on
+#      the last, and checks them until done; decode checks every byte:
+#      request 7.  make demo builds NIXL and the plugin; without them
+#      the step fails, unless KXFER_DEMO_NIXL=0 asked to leave it out
+#  10. everything is taken down; nothing is left in the RDMA stack
 #
 # Sourced by selftests/guest/suite-2.sh (t_demo), which runs demo_run
 # as a test: every step asserts its outcome.
@@ -389,20 +398,72 @@ demo_udmabuf() {
 	fi
 }
 
+# --- the same push through NIXL (step 9) ---
+
+DEMO_NIXL_DIR=$KXFER_SHARED/kv-nixl	# where the agents meet
+
+# demo_nixl_prefill: kv-nixl.py prefill, and what the kernel counted for
+# it on the session to decode: one job per WRITE request
+demo_nixl_prefill() {
+	local before after log=$DEMO_TMP/prefill.9.log
+
+	read -ra before <<<"$(demo_counters decode)"
+	demo_cmd kv-nixl.py prefill --dir "$DEMO_NIXL_DIR" -t 120 2>&1 | tee "$log"
+	read -ra after <<<"$(demo_counters decode)"
+	echo "prefill: the kernel counted $((after[0] - before[0])) jobs, $((after[1] - before[1])) segments in, $((after[2] - before[2])) work requests out (kxferctl stats show decode)"
+	grep -q '^prefill: pushed 8 layers, 409600 bytes, 112 descriptors in 8 WRITE requests' "$log"
+	[ "$((after[0] - before[0]))" = 8 ]
+}
+
+# No pool or export of the agents is left once they have ended.
+demo_nixl_gone() {
+	! kxferctl -j pool show | grep -q '"kind":"user"' &&
+		! kxferctl -j export show | grep -q '"name":"nx'
+}
+
+demo_nixl() {
+	local me=prefill
+
+	if demo_is_decode; then
+		me=decode
+		demo_step 9 "the same push through NIXL's Python API (nixl_agent) on the KXFER backend: request 7"
+	else
+		demo_step 9
+	fi
+	if [ "${KXFER_DEMO_NIXL:-1}" = 0 ]; then
+		demo_is_decode && echo "decode: left out, as asked (KXFER_DEMO_NIXL=0)"
+		return 0
+	fi
+	if ! nixl_env; then
+		echo "$me: FAILED: no NIXL or no KXFER plugin in build/nixl (make demo builds both; KXFER_DEMO_NIXL=0 leaves this step out)"
+		return 1
+	fi
+	if demo_is_decode; then
+		echo "decode: NIXL from ${NIXL_PREFIX%/prefix}, the plugin from $NIXL_PLUGIN_DIR"
+		demo_cmd kv-nixl.py decode --dir "$DEMO_NIXL_DIR" -r 7 -n 100 -t 120 2>&1 |
+			tee "$DEMO_TMP/decode.9.log"
+		grep -q '^decode: verified 409600 bytes' "$DEMO_TMP/decode.9.log"
+	else
+		demo_nixl_prefill
+	fi
+	busywait 10000 demo_nixl_gone
+	echo "$me: the agent has ended: no pool or export of it is left"
+}
+
 demo_teardown() {
 	local r
 
 	if demo_is_decode; then
-		demo_step 9 "everything goes; nothing is left behind"
+		demo_step 10 "everything goes; nothing is left behind"
 		barrier demo-peer-gone 60
 		busywait 15000 demo_no_peers
 		demo_cmd kxferctl listen del "$DEMO_DECODE_ADDR"
 	else
-		demo_step 9
+		demo_step 10
 		demo_cmd kxferctl peer del decode
 		barrier demo-peer-gone 60
 	fi
-	# the programs' pools went with them (steps 7 and 8)
+	# the programs' pools went with them (steps 7, 8 and 9)
 	if kxferctl -j pool show | grep -q '"name"'; then
 		echo "a pool is left behind"
 		return 1
@@ -427,6 +488,7 @@ demo_run() {
 	demo_push_again
 	demo_own_memory
 	demo_udmabuf
+	demo_nixl
 	demo_teardown
 }
 

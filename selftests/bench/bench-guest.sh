@@ -10,7 +10,12 @@
 # kxfer-bench and the matching perftest run one after the other (which
 # goes first alternates from one repetition to the next).  Raw outputs go
 # to $KXFER_OUT/raw/REP/ROW.{kxfer.json,perftest.txt,perftest.time};
-# tools/bench/report turns them into the table of medians.
+# tools/bench/report turns them into the table of medians.  Then, each
+# repetition, seed 003 on kxfer alone (kxfer-bench kv, plan), and the
+# demo's KV push on session q1 straight on kxfer (kxfer-bench push) and
+# through NIXL and its KXFER backend (kv-nixl-bench.py: the push of
+# examples/kv-nixl.py), one after the other: REP/kv_push.{kxfer,nixl}.json;
+# without a NIXL build (make bench makes one) the NIXL half is left out.
 #
 # Settings (tools/bench/run writes them to build/bench/config, which the
 # guest reads through the host's file system): BENCH_REPS (default 3),
@@ -101,6 +106,16 @@ perftest() {
 	return "$rc"
 }
 
+# nixlbench OUT ARGS...: kv-nixl-bench.py ARGS, its JSON to OUT.json,
+# NIXL's log to OUT.log, its times to OUT.time
+nixlbench() {
+	local out=$1 TIMEFORMAT='%R %U %S'
+
+	shift
+	{ time /usr/bin/python3 "$KXFER_TOP/selftests/bench/kv-nixl-bench.py" "$@" \
+		>"$out.json" 2>"$out.log"; } 2>"$out.time"
+}
+
 kxbench() {
 	local out=$1
 
@@ -159,6 +174,8 @@ ROWS="write_bw_64K_q1 write_bw_1M_q1 read_bw_1M_q1 write_bw_1M_q4 read_bw_1M_q4
 write_rate_4K_q1 write_lat_8_poll write_lat_8_block read_lat_8_poll"
 
 setup
+nixl=1
+nixl_env || { nixl=0; echo "no NIXL build (make bench makes one): kv_push without NIXL"; }
 echo "kernel $(uname -r), $(nproc) CPUs, $REPS repetitions of $SECS s"
 for rep in $(seq 1 "$REPS"); do
 	dir=$RAW/$rep
@@ -172,5 +189,14 @@ for rep in $(seq 1 "$REPS"); do
 	kxbench "$dir/kv_q1.kxfer" -p q1 -t 1 kv
 	kxbench "$dir/kv_q4.kxfer" -p q4 -t 1 kv
 	kxbench "$dir/plan.kxfer" -t 1 plan
+	# the demo's push, straight and through NIXL, on the same session
+	echo "rep $rep: kv push, kxfer and NIXL+KXFER"
+	if ((rep % 2 || !nixl)); then
+		kxbench "$dir/kv_push.kxfer" -p q1 -t 2 push
+		((!nixl)) || nixlbench "$dir/kv_push.nixl" --session q1 --secs 2
+	else
+		nixlbench "$dir/kv_push.nixl" --session q1 --secs 2
+		kxbench "$dir/kv_push.kxfer" -p q1 -t 2 push
+	fi
 done
 echo "bench done"

@@ -3,7 +3,9 @@
 #
 # bench-smoke.sh: t_bench_smoke, every kxfer-bench mode run briefly over a
 # kxfer session of this guest to itself (rxe loopback), so that the
-# benchmark cannot rot.  Source it from a suite after lib.sh and common.sh
+# benchmark cannot rot; and the NIXL half of make bench's kv push row
+# (selftests/bench/kv-nixl-bench.py), when NIXL and the plugin are built
+# (make check builds them).  Source it from a suite after lib.sh and common.sh
 # and run `ktest bench_smoke t_bench_smoke` with the module loaded; it
 # leaves no pool, export, listener or session behind.  About 10-20 s of
 # guest time.
@@ -104,4 +106,23 @@ t_bench_smoke() {
 		.["p16-contig-kv-apart"] == [32, 8] and
 		.["p1-scattered-kv-apart"][0] == 512 and
 		.["p16-scattered-kv-together"][0] == 16'
+
+	# the demo's push (make bench's kv push row): 8 jobs, 112 segments
+	j=$("$bench" "${common[@]}" -t 0.1 push)
+	echo "$j"
+	_bench_smoke_check "$j" 'length == 1 and .[0].mode == "push" and
+		.[0].variant == "kxfer" and .[0].bytes == 409600 and
+		.[0].layers == 8 and .[0].segs == 112 and .[0].jobs >= 3 and
+		.[0].min_us > 0 and .[0].min_us <= .[0].p50_us'
+	if ! (nixl_env); then
+		echo "no NIXL build: the NIXL half of the kv push row is not run"
+		return 0
+	fi
+	j=$(nixl_env && /usr/bin/python3 "$KXFER_TOP/selftests/bench/kv-nixl-bench.py" \
+		--session "$BENCH_SMOKE_PEER" --secs 0.1)
+	echo "$j"
+	_bench_smoke_check "$j" 'length == 1 and .[0].mode == "push" and
+		.[0].variant == "nixl" and .[0].bytes == 409600 and .[0].segs == 112 and
+		.[0].layers == 8 and .[0].jobs >= 3 and .[0].min_us > 0 and
+		.[0].min_us <= .[0].p50_us'
 }

@@ -11,6 +11,8 @@
 #   devinfo_eq JSON FIELD KEY  a number in kxferctl's JSON equals ibv_devinfo
 #                         -v's KEY (compared as text, since jq's doubles
 #                         cannot hold every u64; hex is converted)
+#   nixl_env              NIXL's libraries, Python package and the KXFER
+#                         plugin in the environment (make nixl's build)
 # and, for the two-guest suites:
 #   on_a                  this is guest a
 #   peer_json NAME        `kxferctl -j peer show NAME`
@@ -161,4 +163,22 @@ wait_explain() {
 		esac
 		;;
 	esac
+}
+
+# nixl_env: NIXL's libraries, its Python package and the KXFER plugin
+# (LD_LIBRARY_PATH, PYTHONPATH, NIXL_PLUGIN_DIR exported): the plugin
+# make nixl built into build/nixl (only KXFER in that folder, so that
+# nothing else loads) and the NIXL it was built against, a cache of
+# tools/nixl/build-nixl-deps.sh (the host's /var/cache/kxfer, seen
+# read-only).  Status 1, and nothing exported, when either is missing.
+nixl_env() {
+	local out=$KXFER_TOP/build/nixl prefix
+
+	prefix=$(cat "$out/nixl-prefix" 2>/dev/null) || return 1
+	[ -f "${prefix%/prefix}/env" ] && [ -f "$out/libplugin_KXFER.so" ] || return 1
+	# shellcheck source=/dev/null
+	source "${prefix%/prefix}/env"
+	export LD_LIBRARY_PATH=$NIXL_LIBDIR
+	export PYTHONPATH=$NIXL_PYTHONPATH
+	export NIXL_PLUGIN_DIR=$out
 }

@@ -31,22 +31,6 @@ cd "$KXFER_TOP" || exit 1
 A=10.99.0.1
 NIXL_OUT=$KXFER_TOP/build/nixl
 
-# NIXL's libraries, Python package and the plugin (only KXFER in that
-# folder, so that nothing else loads): the NIXL the plugin was built
-# against, a cache of tools/nixl/build-nixl-deps.sh
-nixl_env() {
-	local prefix
-
-	prefix=$(cat "$NIXL_OUT/nixl-prefix" 2>/dev/null) || return 1
-	[ -f "${prefix%/prefix}/env" ] || return 1
-	# shellcheck source=/dev/null
-	source "${prefix%/prefix}/env"
-	[ -f "$NIXL_OUT/libplugin_KXFER.so" ] && [ -x "$NIXL_OUT/nixl_test" ] || return 1
-	export LD_LIBRARY_PATH=$NIXL_LIBDIR
-	export PYTHONPATH=$NIXL_PYTHONPATH
-	export NIXL_PLUGIN_DIR=$NIXL_OUT
-}
-
 require_nixl() {
 	[ -n "${NIXL_PLUGIN_DIR:-}" ] ||
 		skip "no NIXL or no plugin (make check builds both; make with NIXL_PREFIX the plugin)"
@@ -129,7 +113,10 @@ t_cleanup() {
 	rmmod kxfer
 }
 
-nixl_env || true
+# NIXL and the plugin (common.sh), and the C++ test: else every test skips
+if ! nixl_env || [ ! -x "$NIXL_OUT/nixl_test" ]; then
+	unset NIXL_PLUGIN_DIR
+fi
 
 ktest setup t_setup
 ktap_nixl cpp "$NIXL_OUT/nixl_test" --role "$KXFER_GUEST" --dir "$KXFER_SHARED/nixl-cpp" \

@@ -6,6 +6,7 @@
  *   kxfer-bench [OPTIONS] rate   small messages per second, batched jobs
  *   kxfer-bench [OPTIONS] lat    one small job, submit to completion
  *   kxfer-bench [OPTIONS] kv     seed 003's KV push, against one big write
+ *   kxfer-bench [OPTIONS] push   the demo's push (examples/kv-prefill), timed
  *   kxfer-bench [OPTIONS] plan   the job planner alone (no device needed)
  *
  * (kxfer-bench -h prints the options.)  Every mode but plan needs a peer
@@ -33,6 +34,7 @@
 #include <time.h>
 
 #include "kxfer.h"
+#include "kv-demo.h"
 
 #include "kernel_shim.h"
 #include "plan.h"
@@ -76,6 +78,8 @@ static struct {
 	/* plan */
 	unsigned int plan_segs;
 	unsigned int seed;
+	/* push */
+	unsigned int push_min;
 } opt = {
 	.peer = "self",
 	.pool = "bench",
@@ -94,7 +98,7 @@ static struct {
 };
 
 static const char usage_text[] =
-"usage: kxfer-bench [OPTIONS] bw|rate|lat|kv|plan\n"
+"usage: kxfer-bench [OPTIONS] bw|rate|lat|kv|push|plan\n"
 "  -p PEER     peer session (default self)\n"
 "  -P POOL     local pool to attach (default bench)\n"
 "  -e EXPORT   the peer's export, read and write (default bench)\n"
@@ -106,6 +110,7 @@ static const char usage_text[] =
 "  -q QD       jobs in flight (bw, rate; default 64)\n"
 "  -b N        jobs per SUBMIT (bw, rate; default 8)\n"
 "  -n N        lat: iterations per reap mode (default 2000);\n"
+"              push: pushes at least, and -t seconds (default 3);\n"
 "              plan: segments per job (default 1048576)\n"
 "  -m MODES    lat: block, poll or block,poll (default both)\n"
 "  -L N -T N -B N  kv: layers, tokens, bytes of K per token and layer\n"
@@ -319,6 +324,14 @@ static void print_row_text(const struct row *r, bool head)
 		printf("%-5s %-6s %-6s %6s %4u %8" PRIu64 " %9.2f %9.2f %9.2f %7.3f %6.1f\n",
 		       r->mode, r->op, r->variant, sz, r->qps, r->jobs,
 		       r->min_us, r->p50_us, r->p99_us, r->cpu, cpu_pct(r));
+	} else if (!strcmp(r->mode, "push")) {
+		if (head)
+			printf("%-4s %7s %5s %5s %6s %9s %9s %9s %7s\n",
+			       "mode", "bytes", "segs", "jobs", "pushes",
+			       "min_us", "p50_us", "p99_us", "cpu_s");
+		printf("%-4s %7" PRIu64 " %5" PRIu64 " %5u %6" PRIu64 " %9.2f %9.2f %9.2f %7.3f\n",
+		       r->mode, r->size, r->segs, LAYERS, r->jobs, r->min_us,
+		       r->p50_us, r->p99_us, r->cpu);
 	} else if (!strcmp(r->mode, "kv")) {
 		if (head)
 			printf("%-4s %-22s %6s %8s %8s %9s %9s %8s %7s %7s\n",
@@ -358,9 +371,12 @@ static void print_row_json(const struct row *r)
 	if (!strcmp(r->mode, "bw") || !strcmp(r->mode, "rate"))
 		printf(",\"mb_per_sec\":%.3f,\"jobs_per_sec\":%.1f", mbps(r),
 		       per_sec(r));
-	if (!strcmp(r->mode, "lat"))
+	if (!strcmp(r->mode, "lat") || !strcmp(r->mode, "push"))
 		printf(",\"min_us\":%.3f,\"p50_us\":%.3f,\"p99_us\":%.3f",
 		       r->min_us, r->p50_us, r->p99_us);
+	if (!strcmp(r->mode, "push"))
+		printf(",\"layers\":%u,\"segs\":%" PRIu64 ",\"wrs\":%" PRIu64,
+		       LAYERS, r->segs, r->wrs);
 	if (!strcmp(r->mode, "kv"))
 		printf(",\"segs\":%" PRIu64 ",\"wrs\":%" PRIu64
 		       ",\"big_secs\":%.6f,\"vs_big\":%.4f,\"mb_per_sec\":%.3f",
@@ -947,6 +963,167 @@ static void mode_kv(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* push                                                                    */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * The demo's push (examples/kv-prefill.c, kv-demo.h), as kxfer-bench
+ * times it: request of 100 tokens, 8 layers, the K and the V of each of
+ * its 7 blocks per layer (the last one partly filled) from prefill's
+ * blocks to decode's, 409600 bytes in 112 segments; one WRITE job per
+ * layer, one SUBMIT each; the last layer's job, with the notification,
+ * once the others have completed (its notification speaks for its own
+ * data only); a push ends when the notification is here.  Here the pool
+ * is prefill's cache and the export decode's, on a session of this node
+ * to itself, so this process subscribes to the export and sees the
+ * notification as decode would.  Each push is timed, from the first
+ * SUBMIT to the notification; the row has the fastest, the median and
+ * the 99th percentile.  examples/kv-nixl.py does the same push through
+ * NIXL and its KXFER backend (selftests/bench/kv-nixl-bench.py times it
+ * so, for make bench's comparison).
+ */
+#define PUSH_TOKENS	100
+#define PUSH_REQUEST	7
+#define PUSH_BLOCKS	((PUSH_TOKENS + BLOCK_TOKENS - 1) / BLOCK_TOKENS)
+
+/* kv-prefill's and kv-decode's allocators: the blocks they pick */
+#define PUSH_PREFILL_BUSY	(0x000003ffU | 0xffU << 12)
+#define PUSH_DECODE_BUSY	(0x0000000fU | 1U << 8 | 0x3ffU << 10)
+
+static unsigned int push_layer(struct kxfer_segment *segs, unsigned int l,
+			       const uint32_t *mine, const uint32_t *theirs)
+{
+	unsigned int i, kind, n = 0;
+
+	for (kind = 0; kind < 2; kind++)
+		for (i = 0; i < PUSH_BLOCKS; i++) {
+			segs[n].local_off = kind ? kv_v_off(l, mine[i]) :
+						   kv_k_off(l, mine[i]);
+			segs[n].remote_off = kind ? kv_v_off(l, theirs[i]) :
+						    kv_k_off(l, theirs[i]);
+			segs[n].len = kv_block_tokens(PUSH_TOKENS, i) * TOKEN_BYTES;
+			n++;
+		}
+	return n;
+}
+
+/* One push; returns its seconds, the notification's bytes in @bytes. */
+static double push_once(struct kxfer_job *jobs, uint32_t sub, uint64_t *bytes)
+{
+	struct kxfer_event ev[16];
+	unsigned int l, done = 0;
+	bool notified = false;
+	double t0 = now();
+	int i, n;
+
+	*bytes = 0;
+	for (l = 0; l < LAYERS; l++) {
+		if (l == LAYERS - 1) {
+			/* the notification speaks for its own job's data */
+			while (done < LAYERS - 1)
+				done += reap_some(ev, ARRAY_SIZE(ev), 1, 0, bytes);
+		}
+		submit_all(&jobs[l], 1);
+	}
+	while (done < LAYERS || !notified) {
+		do
+			n = kxfer_reap(dev.kx, ev, ARRAY_SIZE(ev), 1, -1, 0);
+		while (n == -EINTR);
+		if (n < 0)
+			die("reap: %s", strerror(-n));
+		for (i = 0; i < n; i++) {
+			if (ev[i].type == KXFER_EV_NOTIFY && ev[i].sub == sub &&
+			    ev[i].user_data == PUSH_REQUEST) {
+				notified = true;
+				continue;
+			}
+			if (ev[i].type != KXFER_EV_COMPLETION)
+				continue;
+			if (ev[i].status)
+				die("layer %" PRIu64 " failed: %s",
+				    (uint64_t)ev[i].user_data,
+				    errname(-ev[i].status));
+			*bytes += ev[i].bytes;
+			done++;
+		}
+	}
+	return now() - t0;
+}
+
+static void mode_push(void)
+{
+	struct kxfer_segment segs[LAYERS][2 * PUSH_BLOCKS];
+	struct kxfer_job jobs[LAYERS];
+	uint32_t mine[PUSH_BLOCKS], theirs[PUSH_BLOCKS], sub;
+	unsigned int l, i, reps = 0, warm = 3, cap = 1024;
+	uint64_t nsegs = 0, nwrs = 0, bytes = 0;
+	double *us, secs = 0, c0;
+	struct row *r;
+	int ret;
+
+	dev_open();
+	if (dev.pool.size < KV_BYTES || dev.rx.len < KV_BYTES)
+		die("push: pool %s and export %s need %u bytes", opt.pool,
+		    opt.export, KV_BYTES);
+	ret = kxfer_notify_subscribe(dev.kx, opt.export, &sub);
+	if (ret)
+		die("push: subscribe to export %s: %s (it must be this node's: a session of the node to itself)",
+		    opt.export, strerror(-ret));
+	if (kv_alloc_blocks(PUSH_PREFILL_BUSY, PUSH_BLOCKS, mine) ||
+	    kv_alloc_blocks(PUSH_DECODE_BUSY, PUSH_BLOCKS, theirs))
+		die("push: no blocks");
+	for (l = 0; l < LAYERS; l++) {
+		unsigned int n = push_layer(segs[l], l, mine, theirs);
+
+		nsegs += n;
+		nwrs += plan_wrs(segs[l], n);
+		kxfer_job_write(&jobs[l], dev.pool.handle, dev.peer,
+				dev.rx.handle, segs[l], n, l);
+	}
+	jobs[LAYERS - 1].flags = KXFER_JOB_NOTIFY;
+	jobs[LAYERS - 1].notify_value = PUSH_REQUEST;
+
+	for (i = 0; i < warm; i++)
+		push_once(jobs, sub, &bytes);
+	us = malloc(cap * sizeof(*us));
+	if (!us)
+		die("out of memory");
+	c0 = cpu_now();
+	do {
+		double t = push_once(jobs, sub, &bytes);
+
+		if (bytes != 2ULL * LAYERS * PUSH_TOKENS * TOKEN_BYTES)
+			die("push: %" PRIu64 " bytes", bytes);
+		if (reps == cap) {
+			cap *= 2;
+			us = realloc(us, cap * sizeof(*us));
+			if (!us)
+				die("out of memory");
+		}
+		us[reps++] = t * 1e6;
+		secs += t;
+	} while (reps < 3 || reps < opt.push_min || secs < opt.secs);
+
+	r = row_new("push");
+	r->variant = "kxfer";
+	r->op = "write";
+	r->size = bytes;
+	r->qps = dev.qps;
+	r->jobs = reps;
+	r->bytes = bytes;
+	r->secs = secs;
+	r->cpu = cpu_now() - c0;
+	r->segs = nsegs;
+	r->wrs = nwrs;
+	qsort(us, reps, sizeof(*us), cmp_double);
+	r->min_us = us[0];
+	r->p50_us = us[reps / 2];
+	r->p99_us = us[(reps * 99) / 100];
+	free(us);
+	kxfer_notify_unsubscribe(dev.kx, sub);
+}
+
+/* ---------------------------------------------------------------------- */
 /* plan                                                                    */
 /* ---------------------------------------------------------------------- */
 
@@ -1074,6 +1251,7 @@ int main(int argc, char **argv)
 		case 'n':
 			opt.iters = parse_uint(optarg, 1U << 24);
 			opt.plan_segs = opt.iters;
+			opt.push_min = opt.iters;
 			break;
 		case 'm':
 			opt.reaps = parse_words(optarg, reap_words, "reap mode");
@@ -1132,6 +1310,8 @@ int main(int argc, char **argv)
 		mode_lat();
 	else if (!strcmp(mode, "kv"))
 		mode_kv();
+	else if (!strcmp(mode, "push"))
+		mode_push();
 	else if (!strcmp(mode, "plan"))
 		mode_plan();
 	else
