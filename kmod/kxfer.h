@@ -269,6 +269,7 @@ extern struct list_head kxfer_pools;
 extern struct list_head kxfer_exports;
 extern atomic64_t kxfer_pool_mem_used;
 
+bool kxfer_name_char(char c);
 bool kxfer_name_valid(const char *name);
 int kxfer_pool_create(const struct kxfer_pool_args *args,
 		      struct netlink_ext_ack *extack);

@@ -24,7 +24,6 @@
  * the counters.  kp_map_lock protects one pool's device mappings and
  * nests inside kxfer_obj_mutex.  No user memory is touched under either.
  */
-#include <linux/ctype.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
@@ -38,6 +37,21 @@
 DEFINE_MUTEX(kxfer_obj_mutex);
 LIST_HEAD(kxfer_pools);
 atomic64_t kxfer_pool_mem_used = ATOMIC64_INIT(0);
+
+/**
+ * kxfer_name_char - may a name hold @c?
+ * @c: a character
+ *
+ * ASCII letters and digits and ". _ - :", as kxfer_wire_check_name()
+ * takes them: not isalnum(), which says yes to Latin-1 letters too.
+ *
+ * Return: true if it may.
+ */
+bool kxfer_name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || (c && strchr("._-:", c));
+}
 
 /**
  * kxfer_name_valid - a name of a pool, export or peer, as every
@@ -55,7 +69,7 @@ bool kxfer_name_valid(const char *name)
 	if (!name[0] || !memchr(name, '\0', KXFER_NAME_MAX))
 		return false;
 	for (p = name; *p; p++)
-		if (!isalnum(*p) && !strchr("._-:", *p))
+		if (!kxfer_name_char(*p))
 			return false;
 	return true;
 }

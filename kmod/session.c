@@ -21,7 +21,6 @@
 #include <linux/slab.h>
 #include <linux/random.h>
 #include <linux/utsname.h>
-#include <linux/ctype.h>
 #include <linux/timekeeping.h>
 #include <linux/inet.h>
 #include <net/ipv6.h>
@@ -1397,7 +1396,7 @@ int kxfer_sessions_init(void)
 			sizeof(kxfer_node_name));
 	/* Keep to the characters a name may hold. */
 	for (p = kxfer_node_name; *p; p++)
-		if (!isalnum(*p) && !strchr("._-:", *p))
+		if (!kxfer_name_char(*p))
 			*p = '-';
 	if (!kxfer_node_name[0])
 		strscpy(kxfer_node_name, "kxfer", sizeof(kxfer_node_name));

@@ -6,8 +6,10 @@
 #
 #   t_fuzz_ioctl     kxferctl -j shows no kernel address; selftests/
 #                    fuzz_ioctl against a session to this guest itself
-#                    (rxe loopback), then a normal job, an unload and a
-#                    clean kernel log
+#                    (rxe loopback), with pools of its own memory and
+#                    dma-bufs (udmabuf, dma-heap: 6.12) and their exports,
+#                    then a normal job, no pool or export of a process
+#                    left, an unload and a clean kernel log
 #   t_fuzz_nl        selftests/fuzz_nl, root and uid 65534; the objects
 #                    are back to what they were
 #   (selftests/sec_test, run by ktap_run, checks local security: pool
@@ -76,7 +78,8 @@ fuzz_objects_del() {
 }
 
 t_fuzz_ioctl() {
-	local secs=12 iters=100000 threads=4
+	# (the fuzzer keeps to --time now; it used to run on for as long again)
+	local secs=20 iters=100000 threads=4
 
 	if [ "${KXFER_SOAK:-0}" = 1 ]; then
 		secs=600 iters=100000000 threads=6
@@ -96,9 +99,10 @@ t_fuzz_ioctl() {
 	xfer check fz0 2097152 4096 char:Z
 	fuzz_objects_del
 	slowwait 20 fuzz_no_peers
-	# No object is left: the pools and exports are those before.
-	[ "$(kxferctl -j pool show | jq 'map(select(.name == "fz0")) | length')" = 0 ]
-	[ "$(kxferctl -j export show | jq 'map(select(.name | startswith("fz"))) | length')" = 0 ]
+	# No object is left: the pools and exports are those before, and
+	# none of a process's (the fuzzer's user pools and their exports).
+	[ "$(kxferctl -j pool show | jq 'map(select(.name == "fz0" or .kind != "kernel")) | length')" = 0 ]
+	[ "$(kxferctl -j export show | jq 'map(select((.name | startswith("fz")) or .pid != null)) | length')" = 0 ]
 	# It unloads, and the kernel said nothing bad.
 	rmmod kxfer
 	check_fail grep -q '^kxfer ' /proc/modules
