@@ -862,7 +862,9 @@ static int kxfer_qp_established(struct kxfer_qp *qp, struct rdma_cm_event *ev)
 	const struct kxfer_wire_accept *wa = ev->param.conn.private_data;
 	unsigned long flags;
 
-	qp->q_remote_qpn = ev->param.conn.qp_num;
+	/* An acceptor's ESTABLISHED (RTU) carries none: it kept the REQ's. */
+	if (ev->param.conn.qp_num)
+		qp->q_remote_qpn = ev->param.conn.qp_num;
 	if (s->s_role != KXFER_PEER_CONNECTOR || qp->q_index)
 		return 0;
 	if (!wa || ev->param.conn.private_data_len <
