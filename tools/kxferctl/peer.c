@@ -69,6 +69,7 @@ static const struct nla_policy peer_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_KEY]		= { .type = NLA_STRING },
 	[KXFER_A_PEER_AUTH]		= { .type = NLA_U32 },
 	[KXFER_A_PEER_AUTH_FAILURES]	= { .type = NLA_U32 },
+	[KXFER_A_PEER_ID]		= { .type = NLA_U32 },
 };
 
 /* enum kxfer_peer_auth */
@@ -274,6 +275,9 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 	if (event)
 		out_event(event);
 	out_name("peer", nla_get_string(tb[KXFER_A_PEER_NAME]));
+	/* sessions may share a name (a node's, accepted); the id tells them apart */
+	if (tb[KXFER_A_PEER_ID])
+		out_u64("id", nla_get_u32(tb[KXFER_A_PEER_ID]));
 	if (tb[KXFER_A_PEER_ROLE])
 		out_enum("role", peer_roles, ARRAY_SIZE(peer_roles),
 			 nla_get_u32(tb[KXFER_A_PEER_ROLE]));
