@@ -115,6 +115,7 @@ TEST_F(kxfer, query)
 
 	memset(&q, 0xcc, sizeof(q));
 	q.flags = 0;
+	q.reserved0 = 0;
 	memset(q.reserved, 0, sizeof(q.reserved));
 	ASSERT_EQ(0, ioctl(self->fd, KXFER_IOC_QUERY, &q));
 	EXPECT_EQ(KXFER_API_VERSION, q.api_version);
