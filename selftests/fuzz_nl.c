@@ -152,6 +152,9 @@ static const struct attr a_pool[] = {
 	[KXFER_A_POOL_ALLOC_NS] = { T_U64 },
 	[KXFER_A_POOL_MAP_NS] = { T_U64 },
 	[KXFER_A_POOL_PAD] = { T_PAD },
+	[KXFER_A_POOL_KIND] = { T_U32 },
+	[KXFER_A_POOL_PID] = { T_U32 },
+	[KXFER_A_POOL_COMM] = { T_STR },
 };
 
 static const struct attr a_chunk[] = {
