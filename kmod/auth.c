@@ -13,13 +13,19 @@
  * The handshake runs on the control channel as soon as it starts, when
  * the acceptor said in its accept that it will authenticate the session
  * (KXFER_WIRE_F_AUTH: it holds a key for the connector's node, or its
- * listener requires authentication):
+ * listener requires authentication), and gave its nonce there:
  *
  *   connector                                 acceptor
- *   HELLO, CHALLENGE {key?, Nc}        ->
- *                                      <-     REPLY {key?, Na, MAC(acceptor)}
+ *                                      <-     accept {F_AUTH, Na}
+ *   HELLO, CHALLENGE {key?, Nc,
+ *                     MAC(connector)}  ->     checks the connector's proof
+ *                                      <-     REPLY {key?, MAC(acceptor)}
  *   checks the acceptor's proof
- *   PROOF {MAC(connector)}             ->     checks the connector's proof
+ *
+ * The connector proves first, so that an acceptor, which anyone who can
+ * reach it may connect to, gives its proof to no one who has not proven
+ * the key: nothing to guess the key offline from.  It costs the acceptor
+ * half a round trip before it may advertise, the connector one.
  *
  * Each MAC is HMAC-SHA256, keyed with the secret, of struct
  * kxfer_wire_auth_mac: both nonces, both node names, the session id, the
@@ -31,9 +37,10 @@
  * below), the session is not up, so no job is accepted (-ENOTCONN), and an
  * older incarnation of the connector's node is not superseded.  A
  * handshake that fails sends AUTH_FAIL as its last words (when the peer
- * speaks it), ends the session with a logged reason, counts it (the
- * listener's counter, the peer's) and, on the connecting side, waits the
- * longest backoff before the next attempt.
+ * speaks it, and leaves it to the peer to hang up, for a second at most),
+ * ends the session with a logged reason, counts it (the listener's
+ * counter, the peer's) and, on the connecting side, waits the longest
+ * backoff before the next attempt.
  *
  * Everything here but the key functions runs under the session's
  * s_mutex.  kxfer_key_mutex nests inside s_mutex and kxfer_sess_mutex,
@@ -43,6 +50,7 @@
 #include <linux/random.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
+#include <linux/math64.h>
 #include <crypto/algapi.h>
 #include <crypto/hash.h>
 
@@ -54,7 +62,7 @@ LIST_HEAD(kxfer_keys);
 
 /* A handshake that has not ended this long after it began fails. */
 #define KXFER_AUTH_TIMEOUT_MS		10000
-/* A refusal's last words go out within this, or the session ends anyway. */
+/* A refusal's last words: the peer hangs up within this, or we do. */
 #define KXFER_AUTH_LAST_WORDS_MS	1000
 
 /* ---------------------------------------------------------------------- */
@@ -353,23 +361,50 @@ void kxfer_auth_accept_init(struct kxfer_session *s,
 	a->sa_offered = (READ_ONCE(kxfer_wire_features) & KXFER_WIRE_F_AUTH) &&
 			(key || a->sa_required);
 	if (a->sa_offered) {
+		get_random_bytes(a->sa_nonce, sizeof(a->sa_nonce));
 		a->sa_state = KXFER_AUTH_S_WAIT_HELLO;
 		a->sa_result = KXFER_PEER_AUTH_PENDING;
 	}
 }
 
 /**
- * kxfer_auth_accept_features - the features an acceptor tells
+ * kxfer_auth_accept_fill - what an acceptor tells in its accept
  * @s: the accepting session
- * @features: KXFER_WIRE_F_* it speaks
+ * @wa: the accept's private data: its features and nonce are set
  *
- * Return: @features, without KXFER_WIRE_F_AUTH for a session it will not
- * authenticate: a connector then sends no challenge, as to an older
- * kxfer, and nothing changes for nodes that hold no keys.
+ * The features it speaks, without KXFER_WIRE_F_AUTH for a session it
+ * will not authenticate: a connector then sends no challenge, as to an
+ * older kxfer, and nothing changes for nodes that hold no keys.  With it,
+ * the session's nonce, which the connector's proof answers.  Caller holds
+ * s_mutex.
  */
-u32 kxfer_auth_accept_features(const struct kxfer_session *s, u32 features)
+void kxfer_auth_accept_fill(const struct kxfer_session *s,
+			    struct kxfer_wire_accept *wa)
 {
-	return s->s_auth.sa_offered ? features : features & ~KXFER_WIRE_F_AUTH;
+	u32 features = READ_ONCE(kxfer_wire_features) & KXFER_WIRE_FEATURES;
+
+	if (!s->s_auth.sa_offered) {
+		wa->wa_features = cpu_to_le32(features & ~KXFER_WIRE_F_AUTH);
+		return;
+	}
+	wa->wa_features = cpu_to_le32(features | KXFER_WIRE_F_AUTH);
+	memcpy(wa->wa_nonce, s->s_auth.sa_nonce, sizeof(wa->wa_nonce));
+}
+
+/**
+ * kxfer_auth_accepted - a connector reads the acceptor's nonce
+ * @s: the connecting session
+ * @wa: the accept's private data of QP 0, checked
+ * @len: its length
+ *
+ * From the rdma_cm handler; s_work reads it after.
+ */
+void kxfer_auth_accepted(struct kxfer_session *s,
+			 const struct kxfer_wire_accept *wa, unsigned int len)
+{
+	if (len >= sizeof(*wa))
+		memcpy(s->s_auth.sa_peer_nonce, wa->wa_nonce,
+		       sizeof(s->s_auth.sa_peer_nonce));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -472,9 +507,10 @@ static void kxfer_auth_count_failure(struct kxfer_session *s, const char *why)
 
 /*
  * End the session for a failed handshake.  With @reason, and a peer that
- * speaks the handshake, tell it why first: the session ends when that
- * message was sent (ctrl.c), or after KXFER_AUTH_LAST_WORDS_MS; nothing
- * the peer sends meanwhile is looked at.
+ * speaks the handshake, tell it why first and let it hang up (it counts
+ * and says why when it reads the message), or end the session after
+ * KXFER_AUTH_LAST_WORDS_MS (kxfer_auth_expired()); nothing the peer sends
+ * meanwhile is looked at.
  */
 static void kxfer_auth_refuse(struct kxfer_session *s, u32 reason,
 			      const char *why)
@@ -492,8 +528,9 @@ static void kxfer_auth_refuse(struct kxfer_session *s, u32 reason,
 		return;
 	}
 	af.af_reason = cpu_to_le32(reason);
-	kxfer_ctrl_send_last(s, KXFER_MSG_AUTH_FAIL, &af.af_reason,
-			     sizeof(af) - sizeof(af.af_hdr));
+	kxfer_ctrl_send(s, KXFER_MSG_AUTH_FAIL, &af.af_reason,
+			sizeof(af) - sizeof(af.af_hdr));
+	kxfer_ctrl_flush(s);
 }
 
 /* The handshake decided: no authentication, and none is required. */
@@ -510,11 +547,14 @@ static void kxfer_auth_succeed(struct kxfer_session *s)
 {
 	struct kxfer_sess_auth *a = &s->s_auth;
 
+	u64 us = div_u64(ktime_get_ns() - a->sa_start_ns, NSEC_PER_USEC);
+
 	kxfer_auth_end_handshake(a);
 	WRITE_ONCE(a->sa_result, a->sa_named ? KXFER_PEER_AUTH_OK :
 		   KXFER_PEER_AUTH_SHARED);
 	kxfer_auth_set_state(s, KXFER_AUTH_S_OK);
-	kxfer_info("peer %s: authenticated, key %s%s\n", s->s_name, a->sa_used,
+	kxfer_info("peer %s: authenticated in %llu us, key %s%s\n", s->s_name,
+		   us, a->sa_used,
 		   a->sa_named ? "" : " (the listener's: name not proven)");
 	if (s->s_role == KXFER_PEER_ACCEPTOR) {
 		if (a->sa_counts)
@@ -620,10 +660,10 @@ static int kxfer_auth_check_mac(struct kxfer_session *s, u32 role,
  * kxfer_auth_start - the control channel is up: begin the handshake
  * @s: the session; its HELLO, if any, is queued
  *
- * The connector challenges an acceptor that offered authentication, and
- * gives up on one that did not if it holds a key: it does not advertise
- * its exports to a node that did not prove the key.  Caller holds
- * s_mutex.
+ * The connector proves its key, answering the acceptor's nonce of the
+ * accept, to an acceptor that offered authentication, and gives up on
+ * one that did not if it holds a key: it does not advertise its exports
+ * to a node that did not prove the key.  Caller holds s_mutex.
  */
 void kxfer_auth_start(struct kxfer_session *s)
 {
@@ -642,11 +682,15 @@ void kxfer_auth_start(struct kxfer_session *s)
 	}
 	if (a->sa_key) {
 		ret = kxfer_auth_load(s, a->sa_key->k_name, false);
+		if (!ret) {
+			get_random_bytes(a->sa_nonce, sizeof(a->sa_nonce));
+			ret = kxfer_auth_mac(s, KXFER_AUTH_ROLE_CONNECTOR,
+					     ac.ac_mac);
+		}
 		if (ret) {
-			kxfer_session_fail(s, ret, "cannot key HMAC-SHA256");
+			kxfer_session_fail(s, ret, "cannot compute HMAC-SHA256");
 			return;
 		}
-		get_random_bytes(a->sa_nonce, sizeof(a->sa_nonce));
 		ac.ac_flags = cpu_to_le32(KXFER_AUTH_F_KEY);
 		memcpy(ac.ac_nonce, a->sa_nonce, sizeof(ac.ac_nonce));
 	}
@@ -719,7 +763,17 @@ int kxfer_auth_gate(struct kxfer_session *s, unsigned int type,
 	return -EACCES;
 }
 
-/* Acceptor: the connector's challenge. */
+/* Acceptor: without a proof of the connector's, go on unauthenticated. */
+static void kxfer_auth_reply_none(struct kxfer_session *s)
+{
+	struct kxfer_msg_auth_reply ar = {};
+
+	kxfer_ctrl_send(s, KXFER_MSG_AUTH_REPLY, &ar.ar_flags,
+			sizeof(ar) - sizeof(ar.ar_hdr));
+	kxfer_auth_none(s);
+}
+
+/* Acceptor: the connector's challenge, and its proof. */
 static int kxfer_auth_challenge(struct kxfer_session *s,
 				const struct kxfer_msg_auth_challenge *ac,
 				const char **why)
@@ -727,6 +781,7 @@ static int kxfer_auth_challenge(struct kxfer_session *s,
 	struct kxfer_sess_auth *a = &s->s_auth;
 	struct kxfer_msg_auth_reply ar = {};
 	bool has_key = le32_to_cpu(ac->ac_flags) & KXFER_AUTH_F_KEY;
+	bool ok;
 	int ret;
 
 	if (s->s_role != KXFER_PEER_ACCEPTOR ||
@@ -735,49 +790,53 @@ static int kxfer_auth_challenge(struct kxfer_session *s,
 		*why = "unexpected authentication challenge";
 		return -EPROTO;
 	}
-	ret = has_key ? kxfer_auth_load(s, a->sa_listen_key, true) : -ENOKEY;
-	if (ret && ret != -ENOKEY) {
-		*why = "cannot key HMAC-SHA256";
-		return ret;
+	if (!has_key) {
+		if (a->sa_required)
+			kxfer_auth_refuse(s, KXFER_AUTH_FAIL_NEED_KEY,
+					  "peer holds no key, and the listener requires one");
+		else
+			kxfer_auth_reply_none(s);
+		return 0;
 	}
-	if (ret) {
-		if (a->sa_required) {
-			if (has_key)
-				kxfer_auth_refuse(s, KXFER_AUTH_FAIL_NO_KEY,
-						  "no key for this peer, and the listener requires one");
-			else
-				kxfer_auth_refuse(s, KXFER_AUTH_FAIL_NEED_KEY,
-						  "peer holds no key, and the listener requires one");
-			return 0;
-		}
-		/* Zeros: the session goes on unauthenticated. */
-		kxfer_ctrl_send(s, KXFER_MSG_AUTH_REPLY, &ar.ar_flags,
-				sizeof(ar) - sizeof(ar.ar_hdr));
-		kxfer_auth_none(s);
+	ret = kxfer_auth_load(s, a->sa_listen_key, true);
+	if (ret == -ENOKEY) {
+		if (a->sa_required)
+			kxfer_auth_refuse(s, KXFER_AUTH_FAIL_NO_KEY,
+					  "no key for this peer, and the listener requires one");
+		else
+			kxfer_auth_reply_none(s);
 		return 0;
 	}
 	memcpy(a->sa_peer_nonce, ac->ac_nonce, sizeof(a->sa_peer_nonce));
-	get_random_bytes(a->sa_nonce, sizeof(a->sa_nonce));
-	ret = kxfer_auth_mac(s, KXFER_AUTH_ROLE_ACCEPTOR, ar.ar_mac);
+	if (!ret)
+		ret = kxfer_auth_check_mac(s, KXFER_AUTH_ROLE_CONNECTOR,
+					   ac->ac_mac, &ok);
+	if (!ret && !ok) {
+		kxfer_auth_refuse(s, KXFER_AUTH_FAIL_MAC,
+				  "peer's proof does not match our key");
+		return 0;
+	}
+	if (!ret)
+		ret = kxfer_auth_mac(s, KXFER_AUTH_ROLE_ACCEPTOR, ar.ar_mac);
 	if (ret) {
 		*why = "cannot compute HMAC-SHA256";
 		return ret;
 	}
+	/* Out now: the export registration that follows may take a while. */
 	ar.ar_flags = cpu_to_le32(KXFER_AUTH_F_KEY);
-	memcpy(ar.ar_nonce, a->sa_nonce, sizeof(ar.ar_nonce));
 	kxfer_ctrl_send(s, KXFER_MSG_AUTH_REPLY, &ar.ar_flags,
 			sizeof(ar) - sizeof(ar.ar_hdr));
-	kxfer_auth_set_state(s, KXFER_AUTH_S_WAIT_PROOF);
+	kxfer_ctrl_flush(s);
+	kxfer_auth_succeed(s);
 	return 0;
 }
 
-/* Connector: the acceptor's answer and proof. */
+/* Connector: the acceptor's answer, and its proof. */
 static int kxfer_auth_reply(struct kxfer_session *s,
 			    const struct kxfer_msg_auth_reply *ar,
 			    const char **why)
 {
 	struct kxfer_sess_auth *a = &s->s_auth;
-	struct kxfer_msg_auth_proof ap = {};
 	bool has_key = le32_to_cpu(ar->ar_flags) & KXFER_AUTH_F_KEY;
 	bool ok;
 	int ret;
@@ -800,39 +859,7 @@ static int kxfer_auth_reply(struct kxfer_session *s,
 				  "peer holds no key for us");
 		return 0;
 	}
-	memcpy(a->sa_peer_nonce, ar->ar_nonce, sizeof(a->sa_peer_nonce));
 	ret = kxfer_auth_check_mac(s, KXFER_AUTH_ROLE_ACCEPTOR, ar->ar_mac,
-				   &ok);
-	if (!ret && !ok) {
-		kxfer_auth_refuse(s, KXFER_AUTH_FAIL_MAC,
-				  "peer's proof does not match our key");
-		return 0;
-	}
-	if (!ret)
-		ret = kxfer_auth_mac(s, KXFER_AUTH_ROLE_CONNECTOR, ap.ap_mac);
-	if (ret) {
-		*why = "cannot compute HMAC-SHA256";
-		return ret;
-	}
-	kxfer_ctrl_send(s, KXFER_MSG_AUTH_PROOF, ap.ap_mac, sizeof(ap.ap_mac));
-	kxfer_auth_succeed(s);
-	return 0;
-}
-
-/* Acceptor: the connector's proof. */
-static int kxfer_auth_proof(struct kxfer_session *s,
-			    const struct kxfer_msg_auth_proof *ap,
-			    const char **why)
-{
-	bool ok;
-	int ret;
-
-	if (s->s_role != KXFER_PEER_ACCEPTOR ||
-	    s->s_auth.sa_state != KXFER_AUTH_S_WAIT_PROOF) {
-		*why = "unexpected authentication proof";
-		return -EPROTO;
-	}
-	ret = kxfer_auth_check_mac(s, KXFER_AUTH_ROLE_CONNECTOR, ap->ap_mac,
 				   &ok);
 	if (ret) {
 		*why = "cannot compute HMAC-SHA256";
@@ -895,8 +922,6 @@ int kxfer_auth_recv(struct kxfer_session *s, const void *buf,
 		return kxfer_auth_challenge(s, buf, why);
 	case KXFER_MSG_AUTH_REPLY:
 		return kxfer_auth_reply(s, buf, why);
-	case KXFER_MSG_AUTH_PROOF:
-		return kxfer_auth_proof(s, buf, why);
 	case KXFER_MSG_AUTH_FAIL:
 		return kxfer_auth_failed(s, buf);
 	default:
@@ -911,7 +936,7 @@ int kxfer_auth_recv(struct kxfer_session *s, const void *buf,
  * @now: ktime_get_ns()
  *
  * A handshake under way fails after KXFER_AUTH_TIMEOUT_MS (counted); a
- * refused one whose last words were not sent ends after
+ * refused one whose peer did not hang up ends after
  * KXFER_AUTH_LAST_WORDS_MS.  Caller holds s_mutex.
  *
  * Return: the reason to fail the session with, or %NULL.
@@ -923,7 +948,6 @@ const char *kxfer_auth_expired(struct kxfer_session *s, u64 now)
 
 	switch (a->sa_state) {
 	case KXFER_AUTH_S_WAIT_HELLO:
-	case KXFER_AUTH_S_WAIT_PROOF:
 	case KXFER_AUTH_S_WAIT_REPLY:
 		if (age <= (u64)KXFER_AUTH_TIMEOUT_MS * NSEC_PER_MSEC)
 			return NULL;
@@ -946,12 +970,24 @@ const char *kxfer_auth_expired(struct kxfer_session *s, u64 now)
  * @s: the session
  *
  * What the next connection will prove stays, and so does a failure, for
- * "peer show".  Caller holds s_mutex.
+ * "peer show", whose last error is the handshake's reason.  Caller holds
+ * s_mutex.
  */
 void kxfer_auth_reset(struct kxfer_session *s)
 {
 	struct kxfer_sess_auth *a = &s->s_auth;
+	unsigned long flags;
 
+	/*
+	 * A refusal ends with whatever comes first, most often the peer
+	 * hanging up: the reason to keep is the refusal's.
+	 */
+	if (a->sa_state == KXFER_AUTH_S_REFUSED && a->sa_why) {
+		spin_lock_irqsave(&s->s_lock, flags);
+		strscpy(s->s_last_error, a->sa_why, sizeof(s->s_last_error));
+		s->s_last_errno = -EACCES;
+		spin_unlock_irqrestore(&s->s_lock, flags);
+	}
 	kxfer_auth_end_handshake(a);
 	if (a->sa_result != KXFER_PEER_AUTH_FAILED)
 		WRITE_ONCE(a->sa_result, KXFER_PEER_AUTH_NONE);

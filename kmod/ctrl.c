@@ -221,12 +221,6 @@ static void kxfer_ctrl_wc_send(struct ib_cq *cq, struct ib_wc *wc)
 	cb->cb_job = NULL;
 	if (job)
 		kxfer_job_sent(job, wc->status == IB_WC_SUCCESS ? 0 : -ECONNRESET);
-	/* Last words (a failed authentication's) went out: now end it. */
-	if (cb->cb_last) {
-		cb->cb_last = false;
-		kxfer_session_fail(s, -EACCES, s->s_auth.sa_why ?:
-				   "authentication failed");
-	}
 	spin_lock_irqsave(&s->s_lock, flags);
 	list_add_tail(&cb->cb_node, &s->s_free_sends);
 	spin_unlock_irqrestore(&s->s_lock, flags);
@@ -289,28 +283,6 @@ void kxfer_ctrl_send_job(struct kxfer_session *s, enum kxfer_msg_type type,
 }
 
 /**
- * kxfer_ctrl_send_last - queue the last message of a session
- * @s: the session
- * @type: message type
- * @body: what follows the header, or NULL
- * @body_len: its length
- *
- * The session fails with s_auth.sa_why once the message was sent (or
- * could not be).  Caller holds s_mutex.
- */
-void kxfer_ctrl_send_last(struct kxfer_session *s, enum kxfer_msg_type type,
-			  const void *body, unsigned int body_len)
-{
-	struct kxfer_ctrl_msg *m;
-
-	kxfer_ctrl_send(s, type, body, body_len);
-	m = list_empty(&s->s_txq) ? NULL :
-	    list_last_entry(&s->s_txq, struct kxfer_ctrl_msg, cm_node);
-	if (m)
-		m->cm_last = true;	/* (not queued if out of memory) */
-}
-
-/**
  * kxfer_ctrl_flush - post queued messages as credits and buffers allow
  * @s: the session, control channel up
  *
@@ -355,7 +327,6 @@ void kxfer_ctrl_flush(struct kxfer_session *s)
 		if (m == s->s_ka_ack)
 			s->s_ka_ack = NULL;
 		cb->cb_job = m->cm_job;
-		cb->cb_last = m->cm_last;
 		memcpy(cb->cb_buf, m->cm_data, m->cm_len);
 		kxfer_wire_hdr_init(cb->cb_buf, type, m->cm_len,
 				    ++s->s_tx_seq, s->s_credits_owed);
@@ -562,7 +533,6 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 		return 0;
 	case KXFER_MSG_AUTH_CHALLENGE:
 	case KXFER_MSG_AUTH_REPLY:
-	case KXFER_MSG_AUTH_PROOF:
 	case KXFER_MSG_AUTH_FAIL:
 		return kxfer_auth_recv(s, buf, why);
 	case KXFER_MSG_EXPORT_ADD:

@@ -415,7 +415,6 @@ struct kxfer_ctrl_buf {
 	struct ib_cqe		cb_cqe;
 	struct kxfer_session	*cb_sess;
 	struct kxfer_task	*cb_job;	/* a NOTIFY job to end when sent */
-	bool			cb_last;	/* ends the session once sent */
 	struct list_head	cb_node;
 	void			*cb_buf;
 	u64			cb_dma;
@@ -430,7 +429,6 @@ struct kxfer_ctrl_buf {
 struct kxfer_ctrl_msg {
 	struct list_head	cm_node;
 	struct kxfer_task	*cm_job;	/* a NOTIFY job to end when sent */
-	bool			cm_last;	/* ends the session once sent */
 	unsigned int		cm_len;
 	u8			cm_data[];
 };
@@ -518,8 +516,7 @@ struct kxfer_auth_counts {
 enum kxfer_auth_state {
 	KXFER_AUTH_S_NONE,		/* no handshake: unauthenticated */
 	KXFER_AUTH_S_WAIT_HELLO,	/* acceptor: the connector's first word */
-	KXFER_AUTH_S_WAIT_PROOF,	/* acceptor: replied, waits for the proof */
-	KXFER_AUTH_S_WAIT_REPLY,	/* connector: challenged */
+	KXFER_AUTH_S_WAIT_REPLY,	/* connector: proved, waits for the proof */
 	KXFER_AUTH_S_OK,		/* authenticated */
 	KXFER_AUTH_S_REFUSED,		/* failed: last words sent, ending */
 };
@@ -538,7 +535,8 @@ enum kxfer_auth_state {
  * @sa_used: the key this connection proved, for display
  * @sa_tfm: "hmac(sha256)" keyed with the secret, during the handshake
  * @sa_start_ns: when the handshake began
- * @sa_nonce: this side's nonce; @sa_peer_nonce the other's
+ * @sa_nonce: this side's nonce; @sa_peer_nonce the other's (a connector
+ *	has the acceptor's from the accept)
  * @sa_why: the reason a refused handshake ends the session with
  * @sa_failures: connector: handshakes that failed since peer add
  */
@@ -686,8 +684,6 @@ void kxfer_ctrl_send(struct kxfer_session *s, enum kxfer_msg_type type,
 void kxfer_ctrl_send_job(struct kxfer_session *s, enum kxfer_msg_type type,
 			 const void *body, unsigned int body_len,
 			 struct kxfer_task *job);
-void kxfer_ctrl_send_last(struct kxfer_session *s, enum kxfer_msg_type type,
-			  const void *body, unsigned int body_len);
 void kxfer_ctrl_flush(struct kxfer_session *s);
 void kxfer_ctrl_process(struct kxfer_session *s);
 void kxfer_ctrl_reset(struct kxfer_session *s);
@@ -796,7 +792,10 @@ bool kxfer_auth_listener_refuses(const struct kxfer_listener *l,
 				 const u8 *node);
 void kxfer_auth_accept_init(struct kxfer_session *s,
 			    const struct kxfer_listener *l);
-u32 kxfer_auth_accept_features(const struct kxfer_session *s, u32 features);
+void kxfer_auth_accept_fill(const struct kxfer_session *s,
+			    struct kxfer_wire_accept *wa);
+void kxfer_auth_accepted(struct kxfer_session *s,
+			 const struct kxfer_wire_accept *wa, unsigned int len);
 void kxfer_auth_start(struct kxfer_session *s);
 bool kxfer_auth_ready(const struct kxfer_session *s);
 bool kxfer_auth_pending(const struct kxfer_session *s);

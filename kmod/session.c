@@ -893,9 +893,11 @@ static int kxfer_qp_established(struct kxfer_qp *qp, struct rdma_cm_event *ev)
 		return -EPROTO;
 	spin_lock_irqsave(&s->s_lock, flags);
 	/* Zero from an acceptor that predates it: the CM pads with zeros. */
-	if (ev->param.conn.private_data_len >= sizeof(*wa))
+	if (ev->param.conn.private_data_len >= offsetofend(typeof(*wa),
+							  wa_features))
 		s->s_peer_features = le32_to_cpu(wa->wa_features) &
 				     READ_ONCE(kxfer_wire_features);
+	kxfer_auth_accepted(s, wa, ev->param.conn.private_data_len);
 	s->s_credits = le16_to_cpu(wa->wa_recv_credits);
 	s->s_credits_max = s->s_credits;
 	memcpy(s->s_remote_node, wa->wa_node, sizeof(s->s_remote_node));
@@ -1138,9 +1140,7 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 	wa.wa_magic = cpu_to_le32(KXFER_WIRE_MAGIC);
 	wa.wa_version = cpu_to_le16(KXFER_WIRE_VERSION);
 	wa.wa_recv_credits = cpu_to_le16(KXFER_CTRL_RECVS);
-	wa.wa_features = cpu_to_le32(kxfer_auth_accept_features(s,
-				     READ_ONCE(kxfer_wire_features) &
-				     KXFER_WIRE_FEATURES));
+	kxfer_auth_accept_fill(s, &wa);
 	strscpy(wa.wa_node, kxfer_node_name, sizeof(wa.wa_node));
 	kxfer_conn_param(s, &param, &wa, sizeof(wa));
 	/* Events for this id come to the QP from now on. */

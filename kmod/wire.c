@@ -186,8 +186,9 @@ static int kxfer_wire_check_auth(const void *buf, unsigned int len,
 			return -EINVAL;
 		}
 		if (!(flags & KXFER_AUTH_F_KEY) &&
-		    !kxfer_wire_zero(ac->ac_nonce, sizeof(ac->ac_nonce))) {
-			*why = "nonce without a key";
+		    (!kxfer_wire_zero(ac->ac_nonce, sizeof(ac->ac_nonce)) ||
+		     !kxfer_wire_zero(ac->ac_mac, sizeof(ac->ac_mac)))) {
+			*why = "nonce or proof without a key";
 			return -EINVAL;
 		}
 		return 0;
@@ -204,15 +205,10 @@ static int kxfer_wire_check_auth(const void *buf, unsigned int len,
 			return -EINVAL;
 		}
 		if (!(flags & KXFER_AUTH_F_KEY) &&
-		    (!kxfer_wire_zero(ar->ar_nonce, sizeof(ar->ar_nonce)) ||
-		     !kxfer_wire_zero(ar->ar_mac, sizeof(ar->ar_mac)))) {
+		    !kxfer_wire_zero(ar->ar_mac, sizeof(ar->ar_mac))) {
 			*why = "nonce or proof without a key";
 			return -EINVAL;
 		}
-		return 0;
-	case KXFER_MSG_AUTH_PROOF:
-		if (len != sizeof(struct kxfer_msg_auth_proof))
-			break;
 		return 0;
 	case KXFER_MSG_AUTH_FAIL:
 		if (len != sizeof(*af))
@@ -326,7 +322,6 @@ int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
 		return 0;
 	case KXFER_MSG_AUTH_CHALLENGE:
 	case KXFER_MSG_AUTH_REPLY:
-	case KXFER_MSG_AUTH_PROOF:
 	case KXFER_MSG_AUTH_FAIL:
 		return kxfer_wire_check_auth(buf, len, why);
 	case KXFER_MSG_NOTIFY_DESC: {

@@ -204,7 +204,7 @@ t_auth_sessions() {
 		n=$(au_listen $AU_PORT auth_failed)
 		echo "listener $AU_PORT: authentication failures $f0 -> $n"
 		[ "$n" -gt "$f0" ]
-		dmesg | grep -q 'kxfer: peer b: authentication failed: peer refused our proof: the keys differ'
+		dmesg | grep -q "kxfer: peer b: authentication failed: peer's proof does not match our key"
 		barrier as-nokey 60
 		dmesg | grep -q 'kxfer: peer b: authentication failed: peer holds no key, and the listener requires one'
 		barrier as-optional 60
@@ -250,7 +250,8 @@ t_auth_sessions() {
 	peer_json pwrong
 	check_fail peer_state pwrong up
 	[ "$(au_peer pwrong auth)" = failed ]
-	dmesg | grep -q "kxfer: peer pwrong: authentication failed: peer's proof does not match our key"
+	dmesg | grep -q 'kxfer: peer pwrong: authentication failed: peer refused our proof: the keys differ'
+	[ "$(au_peer pwrong last_error)" = "peer refused our proof: the keys differ" ]
 	# no job: not one export is known before the handshake succeeded
 	check_err ENOENT xfer job pwrong kvw local write 0:0:8
 	# backoff: reconnect_max_ms (5 s) after each failure, not 100 ms doubling

@@ -314,9 +314,9 @@ TEST_F(wire, hello)
 /* The handshake's messages: exact sizes, as Documentation/wire-protocol.rst */
 TEST_F(wire, auth_sizes)
 {
-	EXPECT_EQ(56, sizeof(struct kxfer_msg_auth_challenge));
-	EXPECT_EQ(88, sizeof(struct kxfer_msg_auth_reply));
-	EXPECT_EQ(48, sizeof(struct kxfer_msg_auth_proof));
+	EXPECT_EQ(76, sizeof(struct kxfer_wire_accept));
+	EXPECT_EQ(88, sizeof(struct kxfer_msg_auth_challenge));
+	EXPECT_EQ(56, sizeof(struct kxfer_msg_auth_reply));
 	EXPECT_EQ(24, sizeof(struct kxfer_msg_auth_fail));
 	EXPECT_EQ(296, sizeof(struct kxfer_wire_auth_mac));
 }
@@ -331,6 +331,7 @@ TEST_F(wire, auth_challenge)
 	EXPECT_EQ(0, kxfer_wire_check(ac, len, 1, &self->why));
 	ac->ac_flags = cpu_to_le32(KXFER_AUTH_F_KEY);
 	memset(ac->ac_nonce, 0xa5, sizeof(ac->ac_nonce));
+	memset(ac->ac_mac, 0x3c, sizeof(ac->ac_mac));
 	EXPECT_EQ(0, kxfer_wire_check(ac, len, 1, &self->why));
 
 	ac->ac_pad = cpu_to_le32(1);
@@ -340,9 +341,17 @@ TEST_F(wire, auth_challenge)
 	ac->ac_flags = cpu_to_le32(KXFER_AUTH_F_KEY | 2);
 	EXPECT_EQ(-EINVAL, kxfer_wire_check(ac, len, 1, &self->why));
 	EXPECT_STREQ("unknown authentication flags", self->why);
+	/* without a key, neither a nonce nor a proof */
 	ac->ac_flags = 0;
 	EXPECT_EQ(-EINVAL, kxfer_wire_check(ac, len, 1, &self->why));
-	EXPECT_STREQ("nonce without a key", self->why);
+	EXPECT_STREQ("nonce or proof without a key", self->why);
+	memset(ac->ac_nonce, 0, sizeof(ac->ac_nonce));
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ac, len, 1, &self->why));
+	memset(ac->ac_mac, 0, sizeof(ac->ac_mac));
+	ac->ac_nonce[31] = 1;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ac, len, 1, &self->why));
+	ac->ac_nonce[31] = 0;
+	EXPECT_EQ(0, kxfer_wire_check(ac, len, 1, &self->why));
 
 	/* Truncated by a byte, or one too long */
 	ac->ac_flags = cpu_to_le32(KXFER_AUTH_F_KEY);
@@ -362,16 +371,13 @@ TEST_F(wire, auth_reply)
 	kxfer_wire_hdr_init(&ar->ar_hdr, KXFER_MSG_AUTH_REPLY, len, 1, 0);
 	EXPECT_EQ(0, kxfer_wire_check(ar, len, 1, &self->why));
 	ar->ar_flags = cpu_to_le32(KXFER_AUTH_F_KEY);
-	memset(ar->ar_nonce, 0x5a, sizeof(ar->ar_nonce));
 	memset(ar->ar_mac, 0x3c, sizeof(ar->ar_mac));
 	EXPECT_EQ(0, kxfer_wire_check(ar, len, 1, &self->why));
 
-	/* Without a key, a proof or a nonce is malformed */
+	/* Without a key, a proof is malformed */
 	ar->ar_flags = 0;
 	EXPECT_EQ(-EINVAL, kxfer_wire_check(ar, len, 1, &self->why));
 	EXPECT_STREQ("nonce or proof without a key", self->why);
-	memset(ar->ar_nonce, 0, sizeof(ar->ar_nonce));
-	EXPECT_EQ(-EINVAL, kxfer_wire_check(ar, len, 1, &self->why));
 	memset(ar->ar_mac, 0, sizeof(ar->ar_mac));
 	ar->ar_mac[31] = 1;
 	EXPECT_EQ(-EINVAL, kxfer_wire_check(ar, len, 1, &self->why));
@@ -394,23 +400,14 @@ TEST_F(wire, auth_reply)
 					    sizeof(struct kxfer_msg_auth_challenge),
 					    1, &self->why));
 	EXPECT_STREQ("wrong length for the message type", self->why);
+	kxfer_wire_hdr_init(&ar->ar_hdr, KXFER_MSG_AUTH_REPLY, len - 16, 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ar, len - 16, 1, &self->why));
 }
 
-TEST_F(wire, auth_proof_fail)
+TEST_F(wire, auth_fail)
 {
-	struct kxfer_msg_auth_proof *ap = (void *)self->buf;
 	struct kxfer_msg_auth_fail *af = (void *)self->buf;
 
-	kxfer_wire_hdr_init(&ap->ap_hdr, KXFER_MSG_AUTH_PROOF, sizeof(*ap), 1, 0);
-	memset(ap->ap_mac, 0xff, sizeof(ap->ap_mac));
-	EXPECT_EQ(0, kxfer_wire_check(ap, sizeof(*ap), 1, &self->why));
-	kxfer_wire_hdr_init(&ap->ap_hdr, KXFER_MSG_AUTH_PROOF, sizeof(*ap) - 16,
-			    1, 0);
-	EXPECT_EQ(-EINVAL, kxfer_wire_check(ap, sizeof(*ap) - 16, 1,
-					    &self->why));
-	EXPECT_STREQ("wrong length for the message type", self->why);
-
-	memset(self->buf, 0, sizeof(self->buf));
 	kxfer_wire_hdr_init(&af->af_hdr, KXFER_MSG_AUTH_FAIL, sizeof(*af), 1, 0);
 	EXPECT_EQ(-EINVAL, kxfer_wire_check(af, sizeof(*af), 1, &self->why));
 	EXPECT_STREQ("authentication failure without a reason", self->why);
@@ -424,6 +421,7 @@ TEST_F(wire, auth_proof_fail)
 			    1, 0);
 	EXPECT_EQ(-EINVAL, kxfer_wire_check(af, sizeof(*af) + 8, 1,
 					    &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
 }
 
 TEST_F(wire, export_ok)
