@@ -57,6 +57,12 @@ au_failed() {
 	[ "$(au_peer "$1" auth_failures)" -ge 1 ] 2>/dev/null
 }
 
+# au_logged TEXT: the kernel log has TEXT (grep reads it all: with
+# pipefail, "dmesg | grep -q" fails when grep stops reading first)
+au_logged() {
+	dmesg | grep -F -- "$1" >/dev/null
+}
+
 au_a_has_ok() {
 	[ "$(au_a_count ok)" -ge 1 ]
 }
@@ -204,9 +210,9 @@ t_auth_sessions() {
 		n=$(au_listen $AU_PORT auth_failed)
 		echo "listener $AU_PORT: authentication failures $f0 -> $n"
 		[ "$n" -gt "$f0" ]
-		dmesg | grep -q "kxfer: peer b: authentication failed: peer's proof does not match our key"
+		au_logged "kxfer: peer b: authentication failed: peer's proof does not match our key"
 		barrier as-nokey 60
-		dmesg | grep -q 'kxfer: peer b: authentication failed: peer holds no key, and the listener requires one'
+		au_logged 'kxfer: peer b: authentication failed: peer holds no key, and the listener requires one'
 		barrier as-optional 60
 		# b without a key on the optional listener: up, not authenticated
 		kxferctl -j peer show | jq -e '[.[] | select(.name == "b" and .auth == "none" and
@@ -219,7 +225,7 @@ t_auth_sessions() {
 		barrier as-nokey-a-done 60
 		kxferctl key add kb secret "$KXFER_SHARED/auth-kb" peer b
 		barrier as-older 60
-		dmesg | grep -q 'kxfer: peer b: authentication failed: peer does not authenticate, and the listener requires it'
+		au_logged 'kxfer: peer b: authentication failed: peer does not authenticate, and the listener requires it'
 		barrier as-done 60
 		return 0
 	fi
@@ -250,7 +256,7 @@ t_auth_sessions() {
 	peer_json pwrong
 	check_fail peer_state pwrong up
 	[ "$(au_peer pwrong auth)" = failed ]
-	dmesg | grep -q 'kxfer: peer pwrong: authentication failed: peer refused our proof: the keys differ'
+	au_logged 'kxfer: peer pwrong: authentication failed: peer refused our proof: the keys differ'
 	[ "$(au_peer pwrong last_error)" = "peer refused our proof: the keys differ" ]
 	# no job: not one export is known before the handshake succeeded
 	check_err ENOENT xfer job pwrong kvw local write 0:0:8
@@ -267,7 +273,7 @@ t_auth_sessions() {
 	busywait 15000 au_failed pnokey
 	peer_json pnokey
 	peer_json pnokey | jq -e '.[0] | .auth == "failed" and .state != "up"' >/dev/null
-	dmesg | grep -q 'kxfer: peer pnokey: authentication failed: peer requires a key, we hold none'
+	au_logged 'kxfer: peer pnokey: authentication failed: peer requires a key, we hold none'
 	kxferctl peer del pnokey
 	barrier as-nokey
 
@@ -299,7 +305,7 @@ t_auth_sessions() {
 	echo 1 >/sys/module/kxfer/parameters/wire_features
 	defer sh -c 'echo 3 >/sys/module/kxfer/parameters/wire_features'
 	kxferctl peer add pold "$A" port $AU_PORT
-	busywait 15000 sh -c "dmesg | grep -q 'kxfer: peer pold: disconnected by the peer'"
+	busywait 15000 au_logged 'kxfer: peer pold: disconnected by the peer'
 	check_fail peer_state pold up
 	kxferctl peer del pold
 	kxferctl peer add pold "$A" port $AU_OPT
