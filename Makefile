@@ -5,12 +5,23 @@
 #   make demo         install what is missing, build, play seed 003's KV
 #                     push between two guests (examples/run-demo)
 #   make              build kmod/kxfer.ko, tools, examples and selftests
+#                     (and the NIXL plugin with NIXL_PREFIX=<NIXL install>)
+#   make nixl-deps    build NIXL 1.4.0 from ../shared/third_party into
+#                     /var/cache/kxfer/nixl-<hash>/ (once; about 3 min)
+#   make nixl         the NIXL backend plugin and its C++ test against
+#                     NIXL_PREFIX (default: the one nixl-deps built)
 #   make KVER=6.12    build the module against the Debian 6.12 headers
-#   make check        install what is missing, build, run every test (guests
-#                     on Debian 6.1 and 6.12; KXFER_KVERS=6.1 for one)
+#   make check        install what is missing, build (NIXL and the plugin
+#                     too), run every test (guests on Debian 6.1 and 6.12;
+#                     KXFER_KVERS=6.1 for one)
 #   make deps         install the Debian packages the project needs
 #   make bench        kxfer-bench against perftest in one guest (6.1): table
 #                     of medians and ratios, JSON in build/bench/
+#   make install      kxferctl and its man page, libkxfer (header, libraries,
+#                     pkg-config file) under $(DESTDIR)$(PREFIX), and the
+#                     module for $(KDIR) under $(DESTDIR)/lib/modules
+#                     (DKMS users: dkms.conf instead); with NIXL_PREFIX,
+#                     the NIXL plugin into NIXL's plugins folder
 #
 # KDIR defaults to the running kernel's build tree when it exists, else
 # to the installed Debian 6.1 (linux-headers-amd64) headers.
@@ -37,9 +48,9 @@ KDIR ?= /usr/src/linux-headers-$(call kxfer_hdr,6.1.)
 endif
 
 .PHONY: all module guest-modules tools examples selftests clean deps check \
-	demo bench help
+	demo bench help install nixl nixl-deps
 
-all: module tools examples selftests
+all: module tools examples selftests $(if $(NIXL_PREFIX),nixl)
 
 module:
 	$(MAKE) -C $(KDIR) M=$(TOP) modules
@@ -79,7 +90,22 @@ examples: tools
 selftests:
 	@if [ -f $(TOP)/selftests/Makefile ]; then $(MAKE) -C $(TOP)/selftests; fi
 
+# The NIXL backend (tools/nixl) and its C++ test, into build/nixl/.  NIXL
+# comes from NIXL_PREFIX, or else from the cache nixl-deps fills (built
+# first if it is not there).
+nixl: tools
+	+@prefix='$(NIXL_PREFIX)'; \
+	if [ -z "$$prefix" ]; then \
+		prefix=$$(bash $(TOP)/tools/nixl/build-nixl-deps.sh --print-prefix) || exit 1; \
+	fi; \
+	$(MAKE) -C $(TOP)/tools/nixl NIXL_PREFIX=$$prefix && \
+	$(MAKE) -C $(TOP)/selftests/nixl NIXL_PREFIX=$$prefix
+
+nixl-deps:
+	@bash $(TOP)/tools/nixl/build-nixl-deps.sh >/dev/null
+
 clean:
+	rm -rf $(TOP)/build/nixl
 	$(MAKE) -C $(KDIR) M=$(TOP) clean
 	$(MAKE) -C $(TOP)/tools/kxferctl clean
 	$(MAKE) -C $(TOP)/tools/libkxfer clean
@@ -87,11 +113,22 @@ clean:
 	$(MAKE) -C $(TOP)/examples clean
 	@if [ -f $(TOP)/selftests/Makefile ]; then $(MAKE) -C $(TOP)/selftests clean; fi
 
+PREFIX ?= /usr/local
+install: module tools $(if $(NIXL_PREFIX),nixl)
+	$(MAKE) -C $(TOP)/tools/kxferctl install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX)
+	$(MAKE) -C $(TOP)/tools/libkxfer install DESTDIR=$(DESTDIR) PREFIX=$(PREFIX)
+	$(MAKE) -C $(KDIR) M=$(TOP) INSTALL_MOD_PATH=$(abspath $(or $(DESTDIR),/)) \
+		CONFIG_MODULE_SIG_ALL= modules_install
+ifneq ($(NIXL_PREFIX),)
+	$(MAKE) -C $(TOP)/tools/nixl install DESTDIR=$(DESTDIR) NIXL_PREFIX=$(NIXL_PREFIX)
+endif
+
 deps:
 	@bash $(TOP)/tools/deps.sh
 
 check: deps
 	$(MAKE) all guest-modules
+	$(MAKE) nixl NIXL_PREFIX=$$(bash $(TOP)/tools/nixl/build-nixl-deps.sh --print-prefix)
 	KXFER_KVERS="$(KXFER_KVERS)" bash $(TOP)/selftests/run-suite
 
 # BENCH_ARGS: tools/bench/run's options (--reps N --secs S --rows "...")
@@ -107,4 +144,4 @@ demo: deps
 	bash $(TOP)/examples/run-demo --kver $(KXFER_DEMO_KVER)
 
 help:
-	@sed -n '3,15p' $(TOP)/Makefile
+	@sed -n '3,25p' $(TOP)/Makefile

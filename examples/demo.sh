@@ -26,7 +26,18 @@
 #      the job raced the withdrawal)
 #   6. decode exports again; request 4 is pushed and checked: everything
 #      kept working
-#   7. everything is taken down; nothing is left in the RDMA stack
+#   7. the administrator's pools and exports go: kv-decode --own-memory
+#      keeps its KV cache in memory it allocated itself (posix_memalign),
+#      makes the pool of it and exports it under the same names, and so
+#      does kv-prefill; request 5 is pushed from prefill's own memory
+#      into decode's and checked there, no copy; kxferctl shows decode's
+#      pool as a process's (kind user, its pid) while it runs, and
+#      nothing once it has ended
+#   8. the same into a udmabuf over a memfd (kv-decode --udmabuf, a
+#      dma-buf pool), checked through the memfd, from prefill's memfd:
+#      request 6; only where the kernel has /dev/udmabuf (6.12: 6.1's
+#      Debian kernel has no CONFIG_UDMABUF, the step says so)
+#   9. everything is taken down; nothing is left in the RDMA stack
 #
 # Sourced by selftests/guest/suite-2.sh (t_demo), which runs demo_run
 # as a test: every step asserts its outcome.
@@ -70,6 +81,11 @@ demo_no_peers() {
 demo_has_rexport() {
 	kxferctl -j peer show "$1" 2>/dev/null |
 		grep -q "\"remote_exports\":\[.*{\"name\":\"$2\""
+}
+
+# demo_no_rexport PEER NAME: the session is up and has no export NAME
+demo_no_rexport() {
+	demo_peer_up "$1" && ! demo_has_rexport "$@"
 }
 
 # What the plan depends on, as kv-prefill -P wants it (see kv-plan.h).
@@ -124,6 +140,8 @@ demo_prefill() {
 		echo "$line" >>"$log"
 		if [[ $line == "prefill: ready"* ]]; then
 			: >"$DEMO_TMP/ready.$n"
+			# what to look at while kv-prefill runs (its own pool)
+			[ -z "${DEMO_AT_READY:-}" ] || "$DEMO_AT_READY" "$n" || :
 			barrier "demo-ready-$n" 60
 		fi
 	done
@@ -257,22 +275,137 @@ demo_push_again() {
 	fi
 }
 
+# --- the KV cache in the programs' own memory (steps 7 and 8) ---
+
+# demo_decode_started N: kv-decode of step N has exported, or has ended
+demo_decode_started() {
+	grep -q '^decode: exported' "$DEMO_TMP/decode.$1.log" ||
+		[ -e "$DEMO_TMP/rc.$1" ]
+}
+
+# demo_own_decode N KIND ARGS...: run kv-decode -w ARGS, whose KV cache
+# is its own memory: once it has exported, show its pool and check that
+# kxferctl sees it as the process's (kind KIND, kv-decode's pid); when
+# prefill waits, tell kv-decode to go (a line on its standard input);
+# then the pool and its export must be gone with the process
+demo_own_decode() {
+	local n=$1 kind=$2 log=$DEMO_TMP/decode.$1.log fifo=$DEMO_TMP/go.$1
+	local go job pid ok=0 rc
+
+	shift 2
+	barrier "demo-clear-$n" 60	# prefill has forgotten the last "kv"
+	rm -f "$log" "$DEMO_TMP/rc.$n" "$fifo"
+	mkfifo "$fifo"
+	echo "# kv-decode $* -w"
+	{
+		kv-decode "$@" -w <"$fifo" && rc=0 || rc=$?
+		echo "$rc" >"$DEMO_TMP/rc.$n"
+	} | tee "$log" &
+	job=$!
+	exec {go}>"$fifo"	# kv-decode starts once this is open
+	busywait 30000 demo_decode_started "$n" >/dev/null || :
+	pid=$(sed -n 's/^decode: my KV cache is .* (pid \([0-9]*\))$/\1/p' "$log")
+	if [ -n "$pid" ] && grep -q '^decode: exported' "$log"; then
+		demo_cmd kxferctl pool show kv-decode
+		demo_cmd kxferctl export show kv
+		kxferctl -j pool show kv-decode | grep -q \
+			"\"kind\":\"$kind\",\"pid\":$pid,\"comm\":\"kv-decode\"" &&
+			ok=1
+		echo "decode: kxferctl shows pool kv-decode as kv-decode's (pid $pid), kind $kind: $( ((ok)) && echo yes || echo NO)"
+	fi
+	barrier "demo-exported-$n" 60
+	barrier "demo-ready-$n" 60
+	# No go (end of file) if anything went wrong: kv-decode gives up.
+	if ((ok)) && [ ! -e "$KXFER_SHARED/demo-prefill-failed.$n" ]; then
+		(echo go >&"$go") 2>/dev/null || :
+	fi
+	exec {go}>&-
+	wait "$job" || :
+	rc=$(cat "$DEMO_TMP/rc.$n")
+	((ok)) && [ "$rc" = 0 ] || return 1
+	grep -q '^decode: verified 409600 bytes' "$log"
+	# The pool and its export ended with the process.
+	busywait 10000 sh -c '! kxferctl -j pool show | grep -q "\"name\":\"kv-decode\""'
+	busywait 10000 sh -c '! kxferctl -j export show | grep -q "\"name\":\"kv\""'
+	echo "decode: kv-decode has ended: kxferctl shows no pool kv-decode and no export kv"
+}
+
+# For DEMO_AT_READY: kv-prefill's own pool, as kxferctl sees it
+demo_prefill_pool() {
+	echo "# kxferctl pool show kv-prefill"
+	kxferctl pool show kv-prefill </dev/null | tee "$DEMO_TMP/prefill-pool.$1"
+}
+
+# demo_own_prefill N ARGS...: once decode's own "kv" is there, push a
+# request with kv-prefill ARGS (its own memory too)
+demo_own_prefill() {
+	local n=$1 log=$DEMO_TMP/prefill.$1.log
+
+	shift
+	busywait 30000 demo_no_rexport decode kv
+	barrier "demo-clear-$n" 60
+	barrier "demo-exported-$n" 60
+	busywait 10000 demo_has_rexport decode kv
+	DEMO_AT_READY=demo_prefill_pool demo_push_counted "$n" -p decode "$@"
+	grep -q '^prefill: pushed 8 layers, 409600 bytes, 112 segments in 8 jobs' "$log"
+	# 4 KiB chunks (kv-mem.c): the merged blocks are gathered again
+	grep -q '^prefill: work requests: 48 planned (112 gather entries)' "$log"
+	grep -q ' kind user pid [0-9]* comm kv-prefill .* chunks 4Kx513 ' \
+		"$DEMO_TMP/prefill-pool.$n"
+}
+
+demo_own_memory() {
+	if demo_is_decode; then
+		demo_step 7 "decode's KV cache is its own memory (posix_memalign): request 5, no copy"
+		echo "decode: the administrator's pool and export go; kv-decode brings its own memory, under the same names"
+		demo_cmd kxferctl export del kv
+		demo_cmd kxferctl pool del kv-decode
+		demo_own_decode 7 user -p prefill -r 5 -n 100 --own-memory
+	else
+		demo_step 7
+		demo_cmd kxferctl export del kv-inbox
+		demo_cmd kxferctl pool del kv-prefill
+		demo_own_prefill 7 --own-memory
+	fi
+}
+
+# Both guests run the same kernel: both see whether it has udmabuf.
+demo_udmabuf() {
+	if demo_is_decode; then
+		demo_step 8 "decode's KV cache is a udmabuf over a memfd, checked through the memfd: request 6"
+	else
+		demo_step 8
+	fi
+	if [ ! -e /dev/udmabuf ]; then
+		demo_is_decode &&
+			echo "decode: this kernel ($(uname -r)) has no /dev/udmabuf (CONFIG_UDMABUF is not set): skipped; make demo KXFER_DEMO_KVER=6.12 shows it"
+		[ -z "${DEMO_REQUIRE_UDMABUF:-}" ]
+		return
+	fi
+	if demo_is_decode; then
+		demo_own_decode 8 dmabuf -p prefill -r 6 -n 100 --udmabuf
+	else
+		demo_own_prefill 8 --own-memory=memfd
+	fi
+}
+
 demo_teardown() {
 	local r
 
 	if demo_is_decode; then
-		demo_step 7 "everything goes; nothing is left behind"
+		demo_step 9 "everything goes; nothing is left behind"
 		barrier demo-peer-gone 60
 		busywait 15000 demo_no_peers
 		demo_cmd kxferctl listen del "$DEMO_DECODE_ADDR"
-		demo_cmd kxferctl export del kv
-		demo_cmd kxferctl pool del kv-decode
 	else
-		demo_step 7
+		demo_step 9
 		demo_cmd kxferctl peer del decode
 		barrier demo-peer-gone 60
-		kxferctl export del kv-inbox
-		kxferctl pool del kv-prefill
+	fi
+	# the programs' pools went with them (steps 7 and 8)
+	if kxferctl -j pool show | grep -q '"name"'; then
+		echo "a pool is left behind"
+		return 1
 	fi
 	for r in qp cq mr pd cm_id; do
 		if rdma resource show "$r" | grep kxfer; then
@@ -292,6 +425,8 @@ demo_run() {
 	demo_refuse_range
 	demo_refuse_stale
 	demo_push_again
+	demo_own_memory
+	demo_udmabuf
 	demo_teardown
 }
 

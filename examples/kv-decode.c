@@ -8,6 +8,12 @@
  *	kxferctl pool add kv-decode size 2052K
  *	kxferctl export add kv pool kv-decode len 2M peer prefill access write
  *
+ * With --own-memory (or --udmabuf) the KV cache is this program's own
+ * memory instead, as an inference engine's is: it allocates it, makes
+ * the pool kv-decode of it and exports its KV area as "kv" itself, the
+ * same name and access, so that prefill sees no difference (kv-mem.h).
+ * Both go when the program ends.
+ *
  * For one request, this program
  *   1. allocates blocks of its KV cache for the request's tokens,
  *   2. hands the block list to the prefill node: it WRITEs it into the
@@ -22,18 +28,32 @@
  * writes, one notification at the end.
  *
  * Usage: kv-decode [-p PEER] [-r REQUEST] [-n TOKENS] [-s] [-b] [-t SEC]
+ *                  [-m | --own-memory[=malloc|memfd] | -u | --udmabuf] [-w]
  *   -p  the prefill node's session (default "prefill")
  *   -r  request id, > 0 (default 1)
  *   -n  tokens of the request's prompt (default 100)
  *   -s  send the block list only, do not wait for the KV
  *   -b  a buggy block list: its last block is far past the export's end
  *       (implies -s: prefill's kernel refuses the push)
- *   -t  seconds to wait for the KV (default 30)
- * Exit status: 0 the KV landed and checked (or, with -s, the block list
- * was delivered), 1 anything else, 2 usage.
+ *   -t  seconds to wait for the go (-w) and for the KV (default 30)
+ *   -m, --own-memory  the KV cache is this program's memory:
+ *       posix_memalign()ed (malloc, the default) or a memfd
+ *   -u, --udmabuf  the KV cache is a udmabuf over a memfd, registered as
+ *       a dma-buf and checked through the memfd's mapping (a kernel with
+ *       /dev/udmabuf)
+ *   -w  once exported, wait for a line on standard input before handing
+ *       the block list over (end of file gives up).  With its own memory
+ *       kv-decode must export before kv-prefill starts, and hand the
+ *       list over only once kv-prefill waits: start kv-decode -m -w,
+ *       then kv-prefill -m, then press Enter (the demo writes the line)
+ * It prints "decode: exported" once its own memory is exported.  Exit
+ * status: 0 the KV landed and checked (or, with -s, the block list was
+ * delivered), 1 anything else, 2 usage.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +62,7 @@
 
 #include "kxfer.h"
 #include "kv-demo.h"
+#include "kv-mem.h"
 
 /* Blocks other requests hold in this node's cache (bit b: block b). */
 #define DECODE_BUSY	(0x0000000fU | 1U << 8 | 0x3ffU << 10)
@@ -68,6 +89,46 @@ static int fail(const char *what, int err)
 {
 	printf("decode: %s: %s (%s)\n", what, ename(err), strerror(-err));
 	return 1;
+}
+
+/*
+ * -w: wait up to @timeout_s for a line on standard input.  Returns 0, or
+ * -ETIMEDOUT, or -EPIPE at end of file.
+ */
+static int wait_go(unsigned int timeout_s)
+{
+	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+	char line[64];
+	int n;
+
+	printf("decode: waiting for the go on standard input\n");
+	n = poll(&p, 1, timeout_s * 1000);
+	if (n < 0)
+		return -errno;
+	if (!n)
+		return -ETIMEDOUT;
+	if (!fgets(line, sizeof(line), stdin))
+		return -EPIPE;
+	return 0;
+}
+
+/*
+ * The prefill node's inbox, by name.  An export a process made shortly
+ * before may not have been advertised to this node yet: retry for a few
+ * seconds while it is unknown.
+ */
+static int inbox_lookup(struct kxfer *kx, uint32_t peer,
+			struct kxfer_remote_lookup *inbox)
+{
+	double deadline = now_ms() + 10e3;
+	int ret;
+
+	for (;;) {
+		ret = kxfer_remote_lookup(kx, peer, KV_INBOX, inbox);
+		if (ret != -ENOENT || now_ms() >= deadline)
+			return ret;
+		usleep(20000);
+	}
 }
 
 /* One character per block: '.' untouched, the request's letter if used. */
@@ -133,14 +194,22 @@ static long check_kv(const uint8_t *pool, const uint8_t *before,
 	return bad >= 0 ? -1 : n;
 }
 
+static const struct option long_opts[] = {
+	{ "own-memory",	optional_argument,	NULL, 'm' },
+	{ "udmabuf",	no_argument,		NULL, 'u' },
+	{ NULL, 0, NULL, 0 }
+};
+
 int main(int argc, char **argv)
 {
 	const char *peer_name = "prefill";
 	unsigned int request = 1, tokens = 100, timeout_s = 30;
-	int send_only = 0, buggy = 0, opt, ret, i, got_list = 0, got_kv = 0;
+	int send_only = 0, buggy = 0, go = 0, opt, ret, i, got_list = 0,
+	    got_kv = 0;
+	enum kv_mem_kind kind = KV_MEM_POOL;
 	struct kxfer_remote_lookup inbox;
-	struct kxfer_pool_map pool;
 	struct kv_blocklist *bl;
+	struct kv_mem kv;
 	struct kxfer_segment seg;
 	struct kxfer_event ev[4];
 	struct kxfer_job job;
@@ -149,7 +218,8 @@ int main(int argc, char **argv)
 	double t0, deadline;
 	struct kxfer *kx;
 
-	while ((opt = getopt(argc, argv, "p:r:n:sbt:")) != -1) {
+	while ((opt = getopt_long(argc, argv, "p:r:n:sbt:muw", long_opts,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 'p':
 			peer_name = optarg;
@@ -170,6 +240,18 @@ int main(int argc, char **argv)
 		case 't':
 			timeout_s = strtoul(optarg, NULL, 0);
 			break;
+		case 'm':
+			if (kv_mem_parse(optarg, &kind)) {
+				fprintf(stderr, "kv-decode: --own-memory=malloc or memfd\n");
+				return 2;
+			}
+			break;
+		case 'u':
+			kind = KV_MEM_UDMABUF;
+			break;
+		case 'w':
+			go = 1;
+			break;
 		default:
 			return 2;
 		}
@@ -180,13 +262,30 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	/* The pool is ours to read and write: attach and map it. */
+	/*
+	 * The KV cache: the administrator's pool, attached and mapped, or
+	 * our own memory made a pool, which we export ourselves: the KV
+	 * area, to the prefill node only, write only.
+	 */
 	ret = kxfer_open(&kx);
 	if (ret)
 		return fail("open /dev/kxfer", ret);
-	ret = kxfer_pool_attach(kx, DECODE_POOL, &pool);
+	ret = kv_mem_open(kx, &kv, kind, DECODE_POOL, POOL_BYTES);
+	if (ret == -ENOENT && kind == KV_MEM_UDMABUF)
+		return fail("open /dev/udmabuf (this kernel has none)", ret);
 	if (ret)
-		return fail("attach pool " DECODE_POOL, ret);
+		return fail(kind == KV_MEM_POOL ? "attach pool " DECODE_POOL :
+			    "make a pool of my memory", ret);
+	if (kind != KV_MEM_POOL) {
+		printf("decode: my KV cache is %s: %d KiB, pool \"%s\" (pid %d)\n",
+		       kv_mem_what(kind), POOL_BYTES / 1024, DECODE_POOL,
+		       (int)getpid());
+		ret = kv_mem_export(kx, &kv, KV_EXPORT, 0, KV_BYTES, peer_name);
+		if (ret)
+			return fail("export " KV_EXPORT, ret);
+		printf("decode: exported its KV area as \"%s\" to %s, write only\n",
+		       KV_EXPORT, peer_name);
+	}
 
 	/*
 	 * Subscribe to our export's notifications before anyone may send
@@ -199,7 +298,7 @@ int main(int argc, char **argv)
 	}
 
 	/* 1. Allocate blocks for the request, in the control area. */
-	bl = (struct kv_blocklist *)((char *)pool.base + CTL_OFF);
+	bl = (struct kv_blocklist *)(kv.base + CTL_OFF);
 	memset(bl, 0, sizeof(*bl));
 	bl->magic = KV_BLOCKLIST_MAGIC;
 	bl->request = request;
@@ -222,16 +321,21 @@ int main(int argc, char **argv)
 	 */
 	for (i = 0; i < (int)bl->nblocks && !buggy; i++) {
 		for (int l = 0; l < LAYERS; l++) {
-			memset((char *)pool.base + kv_k_off(l, bl->blocks[i]), 0,
+			memset(kv.base + kv_k_off(l, bl->blocks[i]), 0,
 			       BLOCK_BYTES);
-			memset((char *)pool.base + kv_v_off(l, bl->blocks[i]), 0,
+			memset(kv.base + kv_v_off(l, bl->blocks[i]), 0,
 			       BLOCK_BYTES);
 		}
 	}
 	before = malloc(KV_BYTES);
 	if (!before)
 		return fail("malloc", -ENOMEM);
-	memcpy(before, pool.base, KV_BYTES);
+	memcpy(before, kv.base, KV_BYTES);
+	if (go) {
+		ret = wait_go(timeout_s);
+		if (ret)
+			return fail("no go", ret);
+	}
 
 	/*
 	 * 2. Hand the block list over: a WRITE from our control area into
@@ -241,13 +345,13 @@ int main(int argc, char **argv)
 	ret = kxfer_peer_lookup(kx, peer_name, &peer, NULL);
 	if (ret)
 		return fail("look up peer", ret);
-	ret = kxfer_remote_lookup(kx, peer, KV_INBOX, &inbox);
+	ret = inbox_lookup(kx, peer, &inbox);
 	if (ret)
 		return fail("look up the prefill node's " KV_INBOX, ret);
 	seg.local_off = CTL_OFF;
 	seg.remote_off = 0;
 	seg.len = sizeof(*bl);
-	kxfer_job_write(&job, pool.handle, peer, inbox.handle, &seg, 1,
+	kxfer_job_write(&job, kv.handle, peer, inbox.handle, &seg, 1,
 			BLOCKLIST_JOB);
 	job.flags = KXFER_JOB_NOTIFY;
 	job.notify_value = request;
@@ -294,20 +398,30 @@ int main(int argc, char **argv)
 	if (send_only)
 		return 0;
 
-	/* 4. Every byte: the request's as computed, the rest unchanged. */
+	/*
+	 * 4. Every byte: the request's as computed, the rest unchanged,
+	 * where the NIC put it (our own memory: no copy in between; a
+	 * udmabuf: read through its memfd).
+	 */
 	{
-		long n = check_kv(pool.base, before, bl);
+		long n = check_kv(kv.base, before, bl);
 
 		if (n < 0)
 			return 1;
-		printf("decode: verified %ld bytes of KV (%d layers x %u tokens x K,V x %d B); nothing else changed\n",
-		       n, LAYERS, tokens, TOKEN_BYTES);
+		printf("decode: verified %ld bytes of KV (%d layers x %u tokens x K,V x %d B) in %s; nothing else changed\n",
+		       n, LAYERS, tokens, TOKEN_BYTES,
+		       kind == KV_MEM_POOL ? "the pool's mapping" :
+		       kind == KV_MEM_UDMABUF ? "the memfd's mapping" :
+		       "my own memory");
 	}
 	printf("decode: what landed (one column per block; lower case: partly filled):\n");
 	print_map(bl);
 
 	free(before);
-	kxfer_pool_detach(kx, &pool);
+	kv_mem_close(kx, &kv);
+	if (kind != KV_MEM_POOL)
+		printf("decode: pool \"%s\" ended: export withdrawn, memory released by kxfer\n",
+		       DECODE_POOL);
 	kxfer_close(kx);
 	return 0;
 }

@@ -11,6 +11,10 @@
  *		peer decode access write
  *	kxferctl peer add decode 10.99.0.1
  *
+ * With --own-memory the KV cache and the inbox are this program's own
+ * memory instead: it makes the pool kv-prefill of it and exports the
+ * inbox itself, same name, same range (kv-mem.h).  Nothing else changes.
+ *
  * For one request, this program
  *   1. learns the decode node's KV export by name: its length and the
  *      access it grants, nothing more (no address, no key),
@@ -24,19 +28,23 @@
  *      kernel's planner makes of the jobs against one per segment.
  *
  * Usage: kv-prefill [-p PEER] [-P PLAN] [-x ERRNAME]... [-t SEC]
+ *                   [-m | --own-memory[=malloc|memfd]]
  *   -p  the decode node's session (default "decode")
  *   -P  what the plan depends on, "max_sge=N stripe=N mr=N
  *       chunks=SIZExCOUNT,..." (see kv-plan.h; default: rxe's limits,
- *       2 MiB chunks)
+ *       2 MiB chunks; with -m the chunks are this program's 4 KiB pages)
  *   -x  the push is expected to fail with this errno (e.g. ESTALE):
  *       then that failure is success; repeat for "one of these"
  *   -t  seconds to wait for the block list (default 60)
+ *   -m, --own-memory  the KV cache is this program's memory:
+ *       posix_memalign()ed (malloc, the default) or a memfd
  * It prints "ready" once it waits for the block list.  Exit status: 0
  * the push completed (or failed as -x expected), 1 anything else, 2
  * usage.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +54,7 @@
 
 #include "kxfer.h"
 #include "kv-demo.h"
+#include "kv-mem.h"
 #include "kv-plan.h"
 
 /* Blocks other requests hold in this node's cache (bit b: block b). */
@@ -126,6 +135,11 @@ static unsigned int layer_segments(struct kxfer_segment *segs,
 	return n;
 }
 
+static const struct option long_opts[] = {
+	{ "own-memory",	optional_argument,	NULL, 'm' },
+	{ NULL, 0, NULL, 0 }
+};
+
 int main(int argc, char **argv)
 {
 	const char *peer_name = "decode", *plan_spec = NULL;
@@ -135,9 +149,10 @@ int main(int argc, char **argv)
 	unsigned int submitted = 0, completed = 0;
 	int opt, ret, err = 0, err_layer = LAYERS;
 	struct kxfer_segment segs[2 * MAX_REQ_BLOCKS];
+	enum kv_mem_kind kind = KV_MEM_POOL;
 	struct kxfer_remote_lookup kv;
 	uint32_t mine[MAX_REQ_BLOCKS];
-	struct kxfer_pool_map pool;
+	struct kv_mem pool;
 	struct kv_blocklist bl;
 	struct kv_plan_dev dev;
 	struct kxfer_event ev;
@@ -145,7 +160,8 @@ int main(int argc, char **argv)
 	uint32_t peer, sub;
 	struct kxfer *kx;
 
-	while ((opt = getopt(argc, argv, "p:P:x:t:")) != -1) {
+	while ((opt = getopt_long(argc, argv, "p:P:x:t:m", long_opts,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 'p':
 			peer_name = optarg;
@@ -161,6 +177,12 @@ int main(int argc, char **argv)
 		case 't':
 			timeout_s = strtoul(optarg, NULL, 0);
 			break;
+		case 'm':
+			if (kv_mem_parse(optarg, &kind)) {
+				fprintf(stderr, "kv-prefill: --own-memory=malloc or memfd\n");
+				return 2;
+			}
+			break;
 		default:
 			return 2;
 		}
@@ -169,14 +191,31 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kv-prefill: bad plan spec\n");
 		return 2;
 	}
+	if (kind != KV_MEM_POOL) {
+		/* kv-mem.c: each chunk of our own memory is one 4 KiB page */
+		dev.chunk_size[0] = 4096;
+		dev.chunk_count[0] = UINT32_MAX;
+		dev.nchunk_sizes = 1;
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	ret = kxfer_open(&kx);
 	if (ret)
 		return fail("open /dev/kxfer", ret);
-	ret = kxfer_pool_attach(kx, PREFILL_POOL, &pool);
+	ret = kv_mem_open(kx, &pool, kind, PREFILL_POOL, POOL_BYTES);
 	if (ret)
-		return fail("attach pool " PREFILL_POOL, ret);
+		return fail(kind == KV_MEM_POOL ? "attach pool " PREFILL_POOL :
+			    "make a pool of my memory", ret);
+	if (kind != KV_MEM_POOL) {
+		/* The inbox, as the administrator would have exported it. */
+		ret = kv_mem_export(kx, &pool, KV_INBOX, CTL_OFF, 4096,
+				    peer_name);
+		if (ret)
+			return fail("export " KV_INBOX, ret);
+		printf("prefill: my KV cache is %s: %d KiB, pool \"%s\"; inbox exported as \"%s\" to %s, write only\n",
+		       kv_mem_what(kind), POOL_BYTES / 1024, PREFILL_POOL,
+		       KV_INBOX, peer_name);
+	}
 	ret = kxfer_notify_subscribe(kx, KV_INBOX, &sub);
 	if (ret)
 		return fail("subscribe to export " KV_INBOX, ret);
@@ -206,7 +245,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	/* The notification comes after the data: the list is all here. */
-	memcpy(&bl, (char *)pool.base + CTL_OFF, sizeof(bl));
+	memcpy(&bl, pool.base + CTL_OFF, sizeof(bl));
 	if (bl.magic != KV_BLOCKLIST_MAGIC || bl.request != ev.user_data ||
 	    !bl.nblocks || bl.nblocks > MAX_REQ_BLOCKS ||
 	    bl.tokens > bl.nblocks * BLOCK_TOKENS ||
@@ -310,10 +349,11 @@ int main(int argc, char **argv)
 		printf("prefill: work requests: %u planned (%u gather entries), against %u uncoalesced (one per segment)%s\n",
 		       nwr_total, nsge_total, nsegs_total,
 		       dev.assumed ? " (assumed device limits)" : "");
-		printf("prefill: plan: max_sge %u, stripe %" PRIu64 ", MR span %" PRIu64 " (kmod/plan.c rules: merge contiguous-on-both-sides, gather remote-contiguous, split at stripe)\n",
-		       dev.max_sge, dev.stripe, dev.mr_span);
+		printf("prefill: plan: max_sge %u, stripe %" PRIu64 ", MR span %" PRIu64 "%s (kmod/plan.c rules: merge contiguous-on-both-sides, gather remote-contiguous, split at stripe)\n",
+		       dev.max_sge, dev.stripe, dev.mr_span,
+		       kind == KV_MEM_POOL ? "" : ", local chunks of 4 KiB (my pages)");
 	}
-	kxfer_pool_detach(kx, &pool);
+	kv_mem_close(kx, &pool);
 	kxfer_close(kx);
 
 	for (i = 0; i < nexpect; i++) {

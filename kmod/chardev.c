@@ -139,7 +139,7 @@ static long kxfer_ioc_query(struct kxfer_file *kf, void __user *uarg)
 	q.api_version = KXFER_API_VERSION;
 	q.features = KXFER_FEAT_POOLS | KXFER_FEAT_JOBS | KXFER_FEAT_NOTIFY |
 		     KXFER_FEAT_USER_POOLS | KXFER_FEAT_DMABUF_POOLS |
-		     KXFER_FEAT_NOTIFY_MSG;
+		     KXFER_FEAT_NOTIFY_MSG | KXFER_FEAT_CANCEL;
 	q.max_notify_len = KXFER_NOTIFY_MSG_MAX;
 	q.max_pools_per_fd = kxfer_max_pools_per_fd;
 	q.max_segments = kxfer_max_segments;
@@ -236,6 +236,8 @@ static long kxfer_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		return kxfer_ioc_export_add(kf, uarg);
 	case KXFER_IOC_EXPORT_DEL:
 		return kxfer_ioc_export_del(kf, uarg);
+	case KXFER_IOC_CANCEL:
+		return kxfer_ioc_cancel(kf, uarg);
 	default:
 		return -ENOTTY;
 	}

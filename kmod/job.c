@@ -1392,6 +1392,127 @@ long kxfer_ioc_submit(struct kxfer_file *kf, void __user *uarg)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Cancelling                                                              */
+/* ---------------------------------------------------------------------- */
+
+static bool kxfer_cancel_match(const struct kxfer_cancel *c,
+			       const struct kxfer_task *job)
+{
+	return !((job->j_user_data ^ c->user_data) & c->mask);
+}
+
+/* Jobs held behind a FENCE: never started, they end here. */
+static u32 kxfer_cancel_held(struct kxfer_file *kf,
+			     const struct kxfer_cancel *c)
+{
+	struct kxfer_task *job, *tmp;
+	struct kxfer_gate *g;
+	unsigned long flags;
+	LIST_HEAD(taken);
+	u32 n = 0;
+
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	list_for_each_entry(g, &kf->kf_gates, g_node)
+		list_for_each_entry_safe(job, tmp, &g->g_held, j_held_node) {
+			if (!kxfer_cancel_match(c, job))
+				continue;
+			/* As kxfer_gate_work() does: it counts until it ends. */
+			list_move_tail(&job->j_held_node, &taken);
+			g->g_inflight++;
+		}
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+
+	list_for_each_entry_safe(job, tmp, &taken, j_held_node) {
+		list_del_init(&job->j_held_node);
+		kxfer_job_abort(job, -ECANCELED);
+		n++;
+	}
+	return n;
+}
+
+/* Parts waiting whole in a QP's backlog: nothing of them was posted. */
+static u32 kxfer_cancel_backlog(struct kxfer_file *kf, struct kxfer_session *s,
+				const struct kxfer_cancel *c)
+{
+	struct kxfer_job_part *p, *tmp;
+	unsigned long flags;
+	LIST_HEAD(taken);
+	u32 i, n = 0;
+
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+
+		spin_lock_irqsave(&qp->q_post_lock, flags);
+		list_for_each_entry_safe(p, tmp, &qp->q_backlog, p_node)
+			/*
+			 * Not a NOTIFY by WRITE_WITH_IMM: its description is
+			 * on its way, and the peer would wait for the other
+			 * half for ever.
+			 */
+			if (p->p_job->j_file == kf && !p->p_posted &&
+			    !p->p_broken && !p->p_job->j_imm &&
+			    kxfer_cancel_match(c, p->p_job))
+				list_move_tail(&p->p_node, &taken);
+		spin_unlock_irqrestore(&qp->q_post_lock, flags);
+	}
+	list_for_each_entry_safe(p, tmp, &taken, p_node) {
+		list_del_init(&p->p_node);
+		kxfer_job_set_error(p->p_job, -ECANCELED, IB_WC_WR_FLUSH_ERR);
+		kxfer_job_batches_done(p->p_job, p->p_nbatches);
+		n++;
+	}
+	return n;
+}
+
+/**
+ * kxfer_ioc_cancel - KXFER_IOC_CANCEL
+ * @kf: the file
+ * @uarg: struct kxfer_cancel in user memory
+ *
+ * Return: 0, %-EFAULT or %-EINVAL.  May sleep.
+ */
+long kxfer_ioc_cancel(struct kxfer_file *kf, void __user *uarg)
+{
+	struct kxfer_session **sess;
+	struct kxfer_cancel c;
+	unsigned int ns = 0, i;
+	struct kxfer_gate *g;
+	unsigned long flags;
+
+	if (copy_from_user(&c, uarg, sizeof(c)))
+		return -EFAULT;
+	if (c.flags || !kxfer_zero(c.reserved, sizeof(c.reserved)))
+		return -EINVAL;
+
+	c.count = kxfer_cancel_held(kf, &c);
+
+	/* The sessions this file used: a gate each, never freed before it. */
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	list_for_each_entry(g, &kf->kf_gates, g_node)
+		ns++;
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	sess = kcalloc(ns, sizeof(*sess), GFP_KERNEL);
+	if (ns && !sess)
+		return -ENOMEM;
+	i = 0;
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	list_for_each_entry(g, &kf->kf_gates, g_node) {
+		if (i == ns)
+			break;
+		kxfer_session_get(g->g_sess);
+		sess[i++] = g->g_sess;
+	}
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	ns = i;
+	for (i = 0; i < ns; i++) {
+		c.count += kxfer_cancel_backlog(kf, sess[i], &c);
+		kxfer_session_put(sess[i]);
+	}
+	kfree(sess);
+	return copy_to_user(uarg, &c, sizeof(c)) ? -EFAULT : 0;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Events                                                                  */
 /* ---------------------------------------------------------------------- */
 
@@ -1820,9 +1941,10 @@ void kxfer_notify_deliver(struct kxfer_session *s, const char *export,
 		if (strcmp(sb->sb_export, export))
 			continue;
 		ev.sub = sb->sb_handle;
-		if (msg_len)
+		if (msg_len) {
 			copy = kmemdup(msg, msg_len, GFP_KERNEL);
-		ev.msg_off = copy ? 0 : KXFER_MSG_NONE;
+			ev.msg_off = copy ? 0 : KXFER_MSG_NONE;
+		}
 		kxfer_file_post_note(sb->sb_file, &ev, copy);
 	}
 	mutex_unlock(&kxfer_sub_mutex);

@@ -107,6 +107,9 @@ struct ib_umem_dmabuf;
  * @ps_sgt: DMABUF through pages: its mapping, which holds the pages
  * @ps_umem: DMABUF for a DMA device: ib_core's pinned import
  * @ps_dev: DMABUF for a DMA device: the one device it is mapped for
+ * @ps_dev_only: DMABUF for a DMA device: its chunks are DMA ranges of
+ *	that device, without pages; no other device can map them, and none
+ *	can once that one is gone
  */
 struct kxfer_pool_src {
 	struct mm_struct		*ps_mm;
@@ -116,6 +119,7 @@ struct kxfer_pool_src {
 	struct sg_table			*ps_sgt;
 	struct ib_umem_dmabuf		*ps_umem;
 	struct kxfer_device		*ps_dev;
+	bool				ps_dev_only;
 };
 
 /**
@@ -266,6 +270,7 @@ extern struct list_head kxfer_pools;
 extern struct list_head kxfer_exports;
 extern atomic64_t kxfer_pool_mem_used;
 
+bool kxfer_name_valid(const char *name);
 int kxfer_pool_create(const struct kxfer_pool_args *args,
 		      struct netlink_ext_ack *extack);
 int kxfer_pool_delete(const char *name, struct netlink_ext_ack *extack);
@@ -640,7 +645,10 @@ struct kxfer_session {
 	u64			s_start_ns;
 	u64			s_up_ns;
 	unsigned int		s_reconnects;
+	unsigned int		s_attempts;	/* since it was last up */
 	unsigned int		s_backoff_ms;
+	u64			s_next_try_ns;	/* connector, down: retry then */
+	u64			s_said_ns;	/* last "still failing" line */
 	char			s_fail_why[64];
 	int			s_fail_errno;
 	char			s_last_error[64];
@@ -880,6 +888,7 @@ long kxfer_ioc_peer_lookup(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_submit(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg);
+long kxfer_ioc_cancel(struct kxfer_file *kf, void __user *uarg);
 __poll_t kxfer_file_poll(struct kxfer_file *kf, struct file *filp,
 			 poll_table *wait);
 void kxfer_file_drop_handles(struct kxfer_file *kf);

@@ -128,7 +128,7 @@ static const char *kxfer_nl_name(struct genl_info *info, int attr,
 				 struct netlink_ext_ack *extack)
 {
 	const struct nlattr *nla = info->attrs[attr];
-	const char *s, *p;
+	const char *s;
 
 	if (!nla) {
 		NL_SET_ERR_ATTR_MISS(extack, NULL, attr);
@@ -140,12 +140,10 @@ static const char *kxfer_nl_name(struct genl_info *info, int attr,
 		NL_SET_ERR_MSG_ATTR(extack, nla, "name is empty");
 		return ERR_PTR(-EINVAL);
 	}
-	for (p = s; *p; p++) {
-		if (!isalnum(*p) && !strchr("._-:", *p)) {
-			NL_SET_ERR_MSG_ATTR(extack, nla,
-					    "name may hold only letters, digits and . _ - :");
-			return ERR_PTR(-EINVAL);
-		}
+	if (!kxfer_name_valid(s)) {
+		NL_SET_ERR_MSG_ATTR(extack, nla,
+				    "name may hold only letters, digits and . _ - :");
+		return ERR_PTR(-EINVAL);
 	}
 	return s;
 }
@@ -907,6 +905,24 @@ static int kxfer_nl_put_peer_auth(struct sk_buff *skb, struct kxfer_session *s)
 	return 0;
 }
 
+/*
+ * A connector's attempts since it was last up and, while it waits to
+ * retry, the time left until the next attempt: negative if the attempt
+ * is overdue, which would mean its timer was lost.
+ */
+static int kxfer_nl_put_retry(struct sk_buff *skb, struct kxfer_session *s)
+{
+	if (s->s_role != KXFER_PEER_CONNECTOR)
+		return 0;
+	if (nla_put_u32(skb, KXFER_A_PEER_ATTEMPTS, s->s_attempts))
+		return -EMSGSIZE;
+	if (s->s_state != KXFER_PEER_DOWN || !s->s_next_try_ns)
+		return 0;
+	return nla_put_s64(skb, KXFER_A_PEER_NEXT_TRY_NS,
+			   (s64)(s->s_next_try_ns - ktime_get_ns()),
+			   KXFER_A_PEER_PAD);
+}
+
 static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 			      bool full)
 {
@@ -920,7 +936,8 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 	    nla_put_u32(skb, KXFER_A_PEER_ROLE, s->s_role) ||
 	    (s->s_last_error[0] &&
 	     (nla_put_string(skb, KXFER_A_PEER_LAST_ERROR, s->s_last_error) ||
-	      nla_put_s32(skb, KXFER_A_PEER_LAST_ERRNO, s->s_last_errno))))
+	      nla_put_s32(skb, KXFER_A_PEER_LAST_ERRNO, s->s_last_errno))) ||
+	    kxfer_nl_put_retry(skb, s))
 		return -EMSGSIZE;
 	if (!full)
 		return 0;

@@ -24,6 +24,7 @@
  * the counters.  kp_map_lock protects one pool's device mappings and
  * nests inside kxfer_obj_mutex.  No user memory is touched under either.
  */
+#include <linux/ctype.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
@@ -37,6 +38,27 @@
 DEFINE_MUTEX(kxfer_obj_mutex);
 LIST_HEAD(kxfer_pools);
 atomic64_t kxfer_pool_mem_used = ATOMIC64_INIT(0);
+
+/**
+ * kxfer_name_valid - a name of a pool, export or peer, as every
+ *	interface takes them: 1 to KXFER_NAME_MAX - 1 of [A-Za-z0-9._:-]
+ * @name: the name, NUL-terminated within KXFER_NAME_MAX bytes
+ *
+ * Names travel to peers, whose wire checks refuse anything else.
+ *
+ * Return: true if @name is one.
+ */
+bool kxfer_name_valid(const char *name)
+{
+	const char *p;
+
+	if (!name[0] || !memchr(name, '\0', KXFER_NAME_MAX))
+		return false;
+	for (p = name; *p; p++)
+		if (!isalnum(*p) && !strchr("._-:", *p))
+			return false;
+	return true;
+}
 
 static struct kxfer_pool *kxfer_pool_lookup(const char *name)
 {
@@ -57,7 +79,7 @@ static void kxfer_pool_unmap_one(struct kxfer_pool *pool,
 
 	lockdep_assert_held(&pool->kp_map_lock);
 	/* An import for one DMA device is ib_core's mapping, not ours. */
-	for (i = 0; !pool->kp_src.ps_umem && i < pool->kp_nchunks; i++)
+	for (i = 0; !pool->kp_src.ps_dev_only && i < pool->kp_nchunks; i++)
 		ib_dma_unmap_page(ibdev, pm->pm_dma[i],
 				  pool->kp_chunks[i].kc_len, DMA_BIDIRECTIONAL);
 	list_del(&pm->pm_node);
@@ -99,7 +121,7 @@ void kxfer_pool_map_device(struct kxfer_pool *pool, struct kxfer_device *kd)
 		goto out_free_pm;
 
 	start = ktime_get_ns();
-	if (pool->kp_src.ps_umem) {
+	if (pool->kp_src.ps_dev_only) {
 		/* Usable on the device it was imported for, and no other. */
 		if (!kxfer_upool_map_device(pool, kd, pm->pm_dma)) {
 			kvfree(pm->pm_dma);

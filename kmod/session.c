@@ -74,8 +74,12 @@ module_param_named(default_depth, kxfer_default_depth, uint, 0444);
 MODULE_PARM_DESC(default_depth, "Send queue depth per QP (default 256)");
 
 #define KXFER_CM_TIMEOUT_MS	2000
+/* An attempt's QPs connect within this, and it is up within the next. */
 #define KXFER_CONNECT_TIMEOUT_MS 10000
+#define KXFER_UP_TIMEOUT_MS	40000
 #define KXFER_RECONNECT_MIN_MS	100
+/* A connector failing again for the same reason says so this often. */
+#define KXFER_SAY_AGAIN_MS	30000
 /*
  * Transport ACK timeout, 4.096 us << 16 = 268 ms: a lost packet is sent
  * again well inside the keepalive window instead of after the seconds a
@@ -505,6 +509,53 @@ static unsigned int kxfer_backoff_next(struct kxfer_session *s)
 	return ms - jitter + get_random_u32_below(2 * jitter + 1);
 }
 
+/*
+ * Deadlines of a connecting session (either role), from the start of the
+ * attempt: its QPs are connected within KXFER_CONNECT_TIMEOUT_MS, and it
+ * is up (export tables exchanged) within KXFER_UP_TIMEOUT_MS, so that a
+ * peer that answers keepalives but never ends its export table cannot
+ * hold it "connecting" for good.  Caller holds s_mutex.
+ *
+ * Return: the time left until the deadline that applies (0: passed), or
+ * U64_MAX if none applies (not connecting).
+ */
+static u64 kxfer_session_time_left(struct kxfer_session *s, u64 now)
+{
+	u64 end = s->s_start_ns;
+
+	if (s->s_state != KXFER_PEER_CONNECTING)
+		return U64_MAX;
+	end += (u64)(s->s_ctrl_up ? KXFER_UP_TIMEOUT_MS :
+		     KXFER_CONNECT_TIMEOUT_MS) * NSEC_PER_MSEC;
+	return now < end ? end - now : 0;
+}
+
+/* The same, and fail the session if the deadline has passed. */
+static u64 kxfer_session_deadline(struct kxfer_session *s, u64 now)
+{
+	u64 left = kxfer_session_time_left(s, now);
+
+	if (!left)
+		kxfer_session_fail(s, -ETIMEDOUT, s->s_ctrl_up ?
+				   "export exchange timed out" :
+				   "connection timed out");
+	return left;
+}
+
+/*
+ * Caller holds s_mutex.  Look again in @ms, or at the deadline if that
+ * comes first: the keepalive interval is a parameter, 600 s in a test,
+ * and must not stretch a connection attempt.
+ */
+static void kxfer_session_timer_in(struct kxfer_session *s, unsigned int ms,
+				   u64 left_ns)
+{
+	u64 left_ms = div_u64(left_ns, NSEC_PER_MSEC) + 1;
+
+	mod_delayed_work(kxfer_wq, &s->s_timer,
+			 msecs_to_jiffies(min_t(u64, ms, left_ms)));
+}
+
 /* Caller holds s_mutex. */
 static void kxfer_session_connect(struct kxfer_session *s)
 {
@@ -514,6 +565,8 @@ static void kxfer_session_connect(struct kxfer_session *s)
 	s->s_state = KXFER_PEER_CONNECTING;
 	s->s_start_ns = kxfer_now_ns();
 	s->s_sid = get_random_u64();
+	s->s_attempts++;
+	s->s_next_try_ns = 0;
 	kxfer_session_notify(s);
 
 	for (i = 0; i < s->s_nqps; i++) {
@@ -537,14 +590,51 @@ static void kxfer_session_connect(struct kxfer_session *s)
 	}
 	if (ret)
 		kxfer_session_fail(s, ret, "cannot start address resolution");
-	mod_delayed_work(kxfer_wq, &s->s_timer,
-			 msecs_to_jiffies(kxfer_keepalive_ms));
+	kxfer_session_timer_in(s, kxfer_keepalive_ms,
+			       kxfer_session_time_left(s, s->s_start_ns));
+}
+
+/*
+ * Caller holds s_mutex.  A peer can make a session fail at will: say it
+ * once per change of reason, rate-limited.  A connector that keeps
+ * failing for the same reason says so again every KXFER_SAY_AGAIN_MS,
+ * with the attempts it made, so that retrying in vain is seen in the
+ * log too and not only in peer show.
+ */
+static void kxfer_session_say_down(struct kxfer_session *s,
+				   enum kxfer_peer_state prev, bool same,
+				   unsigned int delay_ms)
+{
+	u64 now = kxfer_now_ns();
+
+	if (prev == KXFER_PEER_UP) {
+		kxfer_info("peer %s: down: %s (%d)\n", s->s_name,
+			   s->s_last_error, s->s_last_errno);
+	} else if (s->s_role != KXFER_PEER_CONNECTOR) {
+		if (!same)
+			pr_info_ratelimited("kxfer: peer %s: %s (%d)\n", s->s_name,
+					    s->s_last_error, s->s_last_errno);
+		return;
+	} else if (!same) {
+		pr_info_ratelimited("kxfer: peer %s: %s (%d), attempt %u, next in %u ms\n",
+				    s->s_name, s->s_last_error,
+				    s->s_last_errno, s->s_attempts, delay_ms);
+	} else if (now - s->s_said_ns >=
+		   (u64)KXFER_SAY_AGAIN_MS * NSEC_PER_MSEC) {
+		pr_info_ratelimited("kxfer: peer %s: still failing after %u attempts: %s (%d), next in %u ms\n",
+				    s->s_name, s->s_attempts, s->s_last_error,
+				    s->s_last_errno, delay_ms);
+	} else {
+		return;
+	}
+	s->s_said_ns = now;
 }
 
 /* Caller holds s_mutex.  The session failed: tear down, then retry. */
 static void kxfer_session_down(struct kxfer_session *s)
 {
 	enum kxfer_peer_state prev = s->s_state;
+	unsigned int delay_ms = 0;
 	unsigned long flags;
 	bool same;
 
@@ -556,19 +646,19 @@ static void kxfer_session_down(struct kxfer_session *s)
 
 	kxfer_session_teardown(s);
 	s->s_state = KXFER_PEER_DOWN;
-
-	/* A peer can make this happen at will: say it once per change. */
 	if (prev == KXFER_PEER_UP)
-		kxfer_info("peer %s: down: %s (%d)\n", s->s_name,
-			   s->s_last_error, s->s_last_errno);
-	else if (!same)
-		pr_info_ratelimited("kxfer: peer %s: %s (%d)\n", s->s_name,
-				    s->s_last_error, s->s_last_errno);
+		s->s_attempts = 0;
+	if (s->s_role == KXFER_PEER_CONNECTOR) {
+		delay_ms = kxfer_backoff_next(s);
+		s->s_next_try_ns = kxfer_now_ns() +
+				   (u64)delay_ms * NSEC_PER_MSEC;
+	}
+	kxfer_session_say_down(s, prev, same, delay_ms);
 	kxfer_session_notify(s);
 
 	if (s->s_role == KXFER_PEER_CONNECTOR) {
 		mod_delayed_work(kxfer_wq, &s->s_timer,
-				 msecs_to_jiffies(kxfer_backoff_next(s)));
+				 msecs_to_jiffies(delay_ms));
 	} else {
 		/* The connector comes back with a new session. */
 		kref_get(&s->s_ref);
@@ -594,8 +684,8 @@ static void kxfer_session_ctrl_start(struct kxfer_session *s)
 	kxfer_auth_start(s);
 	s->s_last_rx_ns = kxfer_now_ns();
 	set_bit(KXFER_SE_REGS, &s->s_events);
-	mod_delayed_work(kxfer_wq, &s->s_timer,
-			 msecs_to_jiffies(kxfer_keepalive_ms / 2));
+	kxfer_session_timer_in(s, kxfer_keepalive_ms / 2,
+			       kxfer_session_time_left(s, s->s_last_rx_ns));
 }
 
 static void kxfer_session_work(struct work_struct *work)
@@ -692,7 +782,7 @@ static void kxfer_session_timer(struct work_struct *work)
 {
 	struct kxfer_session *s = container_of(to_delayed_work(work),
 					       struct kxfer_session, s_timer);
-	u64 now, last, idle;
+	u64 now, last, idle, left;
 	const char *why;
 
 	mutex_lock(&s->s_mutex);
@@ -713,19 +803,21 @@ static void kxfer_session_timer(struct work_struct *work)
 		break;
 	case KXFER_PEER_CONNECTING:
 	case KXFER_PEER_UP:
+		/*
+		 * A handshake out of time first: its reason says more than the
+		 * attempt's deadline, which comes later.
+		 */
 		why = s->s_ctrl_up ? kxfer_auth_expired(s, now) : NULL;
 		if (why) {
 			kxfer_session_fail(s, -EACCES, why);
 			break;
 		}
+		/* Failed: s_work tears down and schedules the next attempt. */
+		left = kxfer_session_deadline(s, now);
+		if (!left)
+			break;
 		if (!s->s_ctrl_up) {
-			if (now - s->s_start_ns >
-			    (u64)KXFER_CONNECT_TIMEOUT_MS * NSEC_PER_MSEC)
-				kxfer_session_fail(s, -ETIMEDOUT,
-						   "connection timed out");
-			else
-				mod_delayed_work(kxfer_wq, &s->s_timer,
-						 msecs_to_jiffies(kxfer_keepalive_ms));
+			kxfer_session_timer_in(s, kxfer_keepalive_ms, left);
 			break;
 		}
 		if (idle > (u64)kxfer_keepalive_timeout_ms * NSEC_PER_MSEC) {
@@ -748,8 +840,7 @@ static void kxfer_session_timer(struct work_struct *work)
 					&ka.mk_stamp, sizeof(ka.mk_stamp));
 			kxfer_ctrl_flush(s);
 		}
-		mod_delayed_work(kxfer_wq, &s->s_timer,
-				 msecs_to_jiffies(max(kxfer_keepalive_ms / 4, 10U)));
+		kxfer_session_timer_in(s, max(kxfer_keepalive_ms / 4, 10U), left);
 		break;
 	default:
 		break;
@@ -1113,8 +1204,8 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 		if (!kxfer_auth_pending(s))
 			kxfer_sessions_supersede(s);
 		list_add_tail(&s->s_node, &kxfer_sessions);
-		mod_delayed_work(kxfer_wq, &s->s_timer,
-				 msecs_to_jiffies(kxfer_keepalive_ms));
+		kxfer_session_timer_in(s, kxfer_keepalive_ms,
+				       kxfer_session_time_left(s, s->s_start_ns));
 	}
 	mutex_lock(&s->s_mutex);
 	mutex_unlock(&kxfer_sess_mutex);

@@ -56,11 +56,6 @@ static bool kxfer_upool_zero(const void *p, size_t len)
 	return !memchr_inv(p, 0, len);
 }
 
-static bool kxfer_upool_name_ok(const char *name, size_t size)
-{
-	return name[0] && memchr(name, '\0', size);
-}
-
 /* ---------------------------------------------------------------------- */
 /* Giving memory back                                                      */
 /* ---------------------------------------------------------------------- */
@@ -259,6 +254,28 @@ static void kxfer_upool_undo(struct kxfer_file *kf, u32 handle)
 	kxfer_pool_unuse(pool);
 }
 
+/*
+ * Hand a built pool to its file and tell the caller its handle (@handle
+ * is in @arg, which goes back to @uarg); a pool the caller cannot be
+ * told about ends at once.
+ */
+static long kxfer_upool_give(struct kxfer_file *kf, struct kxfer_pool *pool,
+			     u32 *handle, void __user *uarg, const void *arg,
+			     size_t len)
+{
+	int ret = kxfer_upool_attach(kf, pool, handle);
+
+	if (ret) {
+		kxfer_pool_free_new(pool);
+		return ret;
+	}
+	if (copy_to_user(uarg, arg, len)) {
+		kxfer_upool_undo(kf, *handle);
+		return -EFAULT;
+	}
+	return 0;
+}
+
 /**
  * kxfer_ioc_pool_user - KXFER_IOC_POOL_USER: a pool of the caller's memory
  * @kf: the file that will own it
@@ -277,7 +294,7 @@ long kxfer_ioc_pool_user(struct kxfer_file *kf, void __user *uarg)
 	if (copy_from_user(&a, uarg, sizeof(a)))
 		return -EFAULT;
 	if (a.flags || !kxfer_upool_zero(a.reserved, sizeof(a.reserved)) ||
-	    !kxfer_upool_name_ok(a.name, sizeof(a.name)))
+	    !kxfer_name_valid(a.name))
 		return -EINVAL;
 	if (!a.len || !PAGE_ALIGNED(a.addr) || !PAGE_ALIGNED(a.len) ||
 	    check_add_overflow(a.addr, a.len, &end) || end > TASK_SIZE)
@@ -298,15 +315,7 @@ long kxfer_ioc_pool_user(struct kxfer_file *kf, void __user *uarg)
 	ret = kxfer_upool_pin(pool, a.addr);
 	if (ret)
 		goto out_free;
-	ret = kxfer_upool_attach(kf, pool, &a.handle);
-	if (ret)
-		goto out_free;
-
-	if (copy_to_user(uarg, &a, sizeof(a))) {
-		kxfer_upool_undo(kf, a.handle);
-		return -EFAULT;
-	}
-	return 0;
+	return kxfer_upool_give(kf, pool, &a.handle, uarg, &a, sizeof(a));
 
 out_free:
 	kxfer_pool_free_new(pool);
@@ -407,6 +416,7 @@ static int kxfer_upool_dmabuf_device(struct kxfer_pool *pool, int fd,
 	if (IS_ERR(umem))
 		return PTR_ERR(umem);
 	src->ps_umem = umem;
+	src->ps_dev_only = true;
 	for_each_sgtable_dma_sg(&umem->umem.sgt_append.sgt, sg, i) {
 		if (!PAGE_ALIGNED(sg_dma_address(sg)) ||
 		    !PAGE_ALIGNED(sg_dma_len(sg))) {
@@ -454,7 +464,8 @@ bool kxfer_upool_map_device(struct kxfer_pool *pool, struct kxfer_device *kd,
  *
  * A pool imported for @kd alone releases the import (ib_core's mapping
  * for the device) and its device reference; the pool stays, unusable,
- * until its owner ends it.  May sleep.
+ * until its owner ends it (ps_dev_only keeps every device from mapping
+ * its page-less chunks).  May sleep.
  */
 void kxfer_upools_device_removed(struct kxfer_device *kd)
 {
@@ -524,7 +535,7 @@ long kxfer_ioc_pool_dmabuf(struct kxfer_file *kf, void __user *uarg)
 		return -EFAULT;
 	if (a.flags || a.pad ||
 	    !kxfer_upool_zero(a.reserved, sizeof(a.reserved)) ||
-	    !kxfer_upool_name_ok(a.name, sizeof(a.name)) ||
+	    !kxfer_name_valid(a.name) ||
 	    !memchr(a.dev, '\0', sizeof(a.dev)))
 		return -EINVAL;
 	if (!a.len || !PAGE_ALIGNED(a.offset) || !PAGE_ALIGNED(a.len))
@@ -539,15 +550,7 @@ long kxfer_ioc_pool_dmabuf(struct kxfer_file *kf, void __user *uarg)
 	ret = kxfer_upool_dmabuf_import(pool, &a);
 	if (ret)
 		goto out_free;
-	ret = kxfer_upool_attach(kf, pool, &a.handle);
-	if (ret)
-		goto out_free;
-
-	if (copy_to_user(uarg, &a, sizeof(a))) {
-		kxfer_upool_undo(kf, a.handle);
-		return -EFAULT;
-	}
-	return 0;
+	return kxfer_upool_give(kf, pool, &a.handle, uarg, &a, sizeof(a));
 
 out_free:
 	kxfer_pool_free_new(pool);
@@ -598,8 +601,8 @@ long kxfer_ioc_export_add(struct kxfer_file *kf, void __user *uarg)
 		return -EFAULT;
 	if (a.flags || a.pad ||
 	    !kxfer_upool_zero(a.reserved, sizeof(a.reserved)) ||
-	    !kxfer_upool_name_ok(a.name, sizeof(a.name)) ||
-	    !memchr(a.peer, '\0', sizeof(a.peer)))
+	    !kxfer_name_valid(a.name) ||
+	    (a.peer[0] && !kxfer_name_valid(a.peer)))
 		return -EINVAL;
 	ret = kxfer_upool_export_from(&a, &from);
 	if (ret)
@@ -647,7 +650,7 @@ long kxfer_ioc_export_del(struct kxfer_file *kf, void __user *uarg)
 		return -EFAULT;
 	if (d.flags || d.reserved0 ||
 	    !kxfer_upool_zero(d.reserved, sizeof(d.reserved)) ||
-	    !kxfer_upool_name_ok(d.name, sizeof(d.name)))
+	    !kxfer_name_valid(d.name))
 		return -EINVAL;
 	return kxfer_export_delete(d.name, kf, NULL);
 }

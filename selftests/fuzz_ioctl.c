@@ -833,6 +833,8 @@ static bool job_acceptable(struct kfd *k, const struct kxfer_job *j,
 	*bytes = BYTES_MASK;
 	if ((j->op != KXFER_OP_WRITE && j->op != KXFER_OP_READ) ||
 	    (j->flags & ~KXFER_JOB_FLAGS) || j->reserved || !j->nsegs ||
+	    /* a message needs its length, which the fuzzer leaves 0 */
+	    (j->flags & KXFER_JOB_NOTIFY_MSG) || j->notify_len ||
 	    j->nsegs > limits.max_segments || !j->pool || !j->peer ||
 	    !j->remote)
 		return false;

@@ -104,8 +104,12 @@ static void fail(const char *fmt, ...)
 /* What the family looks like                                              */
 /* ---------------------------------------------------------------------- */
 
-enum t { T_NONE, T_U8, T_U16, T_U32, T_S32, T_U64, T_STR, T_BIN, T_NEST,
-	 T_PAD, T_SECRET };
+/*
+ * T_S64: a signed 64-bit value, which may be negative: no pointer check.
+ * T_SECRET: a key's secret, which replies never carry.
+ */
+enum t { T_NONE, T_U8, T_U16, T_U32, T_S32, T_U64, T_S64, T_STR, T_BIN,
+	 T_NEST, T_PAD, T_SECRET };
 
 enum aset { S_DEV, S_PORT, S_POOL, S_CHUNK, S_POOLDEV, S_EXPORT, S_LISTEN,
 	    S_PREFIX, S_PEER, S_QP, S_REXP, S_STATS, S_KEY, S_NSETS };
@@ -151,10 +155,10 @@ static const struct attr a_pool[] = {
 	[KXFER_A_POOL_DEVICE] = { T_NEST, S_POOLDEV },
 	[KXFER_A_POOL_ALLOC_NS] = { T_U64 },
 	[KXFER_A_POOL_MAP_NS] = { T_U64 },
-	[KXFER_A_POOL_PAD] = { T_PAD },
 	[KXFER_A_POOL_KIND] = { T_U32 },
 	[KXFER_A_POOL_PID] = { T_U32 },
 	[KXFER_A_POOL_COMM] = { T_STR },
+	[KXFER_A_POOL_PAD] = { T_PAD },
 };
 
 static const struct attr a_chunk[] = {
@@ -221,6 +225,8 @@ static const struct attr a_peer[] = {
 	[KXFER_A_PEER_PAD] = { T_PAD },
 	[KXFER_A_PEER_ID] = { T_U32 },
 	[KXFER_A_PEER_STATS] = { T_NEST, S_STATS },
+	[KXFER_A_PEER_ATTEMPTS] = { T_U32 },
+	[KXFER_A_PEER_NEXT_TRY_NS] = { T_S64 },
 	[KXFER_A_PEER_KEY] = { T_STR },
 	[KXFER_A_PEER_AUTH] = { T_U32 },
 	[KXFER_A_PEER_AUTH_FAILURES] = { T_U32 },
@@ -490,6 +496,7 @@ static void put_value(struct knl *nl, __u16 type, enum t t, enum aset nest,
 		knl_put_u32(nl, type, val32());
 		break;
 	case T_U64:
+	case T_S64:
 	case T_PAD:
 		knl_put_u64(nl, type, val64());
 		break;
@@ -651,6 +658,10 @@ static void check_attrs(const void *data, int len, enum aset set, int depth,
 			if (kptr_like(*(const __u64 *)p))
 				fail("%s: attribute %u is 0x%llx, a kernel address?",
 				     where, type, *(const unsigned long long *)p);
+			break;
+		case T_S64:
+			if (plen != 8)
+				goto bad_len;
 			break;
 		case T_STR:
 			if (plen < 1 || p[plen - 1] || strlen(p) + 1 != (size_t)plen)

@@ -1452,6 +1452,31 @@ CB(c_desc_pad)
 	d->token = htole32(1);
 	d->pad = htole32(1);
 }
+/* A HELLO is the connector's first message; this one comes too late. */
+CB(c_hello_late) { cb_hdr(s, m, MSG_HELLO, sizeof(struct msg_hdr) + 8); }
+CB(c_hello_len) { cb_hdr(s, m, MSG_HELLO, sizeof(struct msg_hdr) + 4); }
+
+/* NOTIFY_MSG: a notify, a 16-bit length, 6 bytes of padding, the bytes. */
+static uint8_t *cb_notify_msg(struct sess *s, struct cbuf *m,
+			      unsigned int len, unsigned int nm_len)
+{
+	struct msg_notify *n;
+	uint8_t *tail;
+
+	cb_hdr(s, m, MSG_NOTIFY_MSG, len);
+	n = (void *)m->b;
+	strcpy(n->name, "kvw");
+	tail = m->b + sizeof(*n);
+	tail[0] = nm_len & 0xff;
+	tail[1] = nm_len >> 8;
+	return tail;
+}
+
+CB(c_nmsg_empty) { cb_notify_msg(s, m, sizeof(struct msg_notify) + 8, 0); }
+CB(c_nmsg_len) { cb_notify_msg(s, m, sizeof(struct msg_notify) + 8 + 5, 10); }
+CB(c_nmsg_big) { cb_notify_msg(s, m, sizeof(struct msg_notify) + 8 + 1025, 1025); }
+CB(c_nmsg_pad) { cb_notify_msg(s, m, sizeof(struct msg_notify) + 8 + 5, 5)[7] = 1; }
+
 CB(c_exp_short) { cb_hdr(s, m, MSG_EXPORT_ADD, sizeof(struct msg_export) - 1); }
 CB(c_exp_hdr_only) { cb_hdr(s, m, MSG_EXPORT_ADD, 16); }
 
@@ -1587,6 +1612,12 @@ static const struct ctrl_case ctrl_cases[] = {
 	{ "notify-len", c_notify_len, "wrong length for the message type", -EINVAL, false },
 	{ "desc-len", c_desc_len, "wrong length for the message type", -EINVAL, false },
 	{ "desc-pad", c_desc_pad, "non-zero padding", -EINVAL, false },
+	{ "hello-late", c_hello_late, "unexpected HELLO", -EPROTO, false },
+	{ "hello-len", c_hello_len, "wrong length for the message type", -EINVAL, false },
+	{ "notify-msg-empty", c_nmsg_empty, "wrong length for the message type", -EINVAL, false },
+	{ "notify-msg-len", c_nmsg_len, "wrong length for the message type", -EINVAL, false },
+	{ "notify-msg-big", c_nmsg_big, "wrong length for the message type", -EINVAL, false },
+	{ "notify-msg-pad", c_nmsg_pad, "non-zero padding", -EINVAL, false },
 	{ "exp-short", c_exp_short, "export message too short", -EINVAL, false },
 	{ "exp-hdr-only", c_exp_hdr_only, "export message too short", -EINVAL, false },
 	{ "exp-name-unterminated", c_exp_name_unterm, "bad export name", -EINVAL, false },

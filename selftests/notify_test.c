@@ -315,6 +315,79 @@ TEST_F(notify, reap_room)
 }
 
 /*
+ * Cancel: a FENCE job held behind 24 MiB of writes is taken back and
+ * ends with ECANCELED; the writes, and a job held behind it, complete.
+ * Every job ends exactly once whatever the timing; that the fenced job
+ * was still held when CANCEL came is what 24 MiB ahead of it makes
+ * near certain (it is required of one try in three).
+ */
+#define NCANCEL	6	/* 4 MiB writes ahead of the FENCE job */
+
+TEST_F(notify, cancel_held)
+{
+	struct kxfer_segment seg = { 0, 0, SRC_SIZE };
+	struct kxfer_cancel c;
+	struct kxfer_event ev[NCANCEL + 2];
+	struct kxfer_job jobs[NCANCEL + 2];
+	int try, i, n, taken = 0;
+
+	for (try = 0; try < 3 && !taken; try++) {
+		for (i = 0; i < NCANCEL + 2; i++) {
+			memset(&jobs[i], 0, sizeof(jobs[i]));
+			jobs[i].op = KXFER_OP_WRITE;
+			jobs[i].pool = self->pool;
+			jobs[i].peer = self->peer;
+			jobs[i].remote = self->remote;
+			jobs[i].segs = (uintptr_t)&seg;
+			jobs[i].nsegs = 1;
+			jobs[i].user_data = i;
+		}
+		jobs[NCANCEL].flags = KXFER_JOB_FENCE;
+		jobs[NCANCEL].user_data = 0xabc0000000000000ULL | NCANCEL;
+		ASSERT_EQ(0, submit(self->fd, jobs, NCANCEL + 2));
+		memset(&c, 0, sizeof(c));
+		c.user_data = 0xabc0000000000000ULL;
+		c.mask = 0xfff0000000000000ULL;
+		c.count = 99;
+		ASSERT_EQ(0, ioctl(self->fd, KXFER_IOC_CANCEL, &c));
+		ASSERT_GE(1, c.count);
+		taken += c.count;
+		for (n = 0; n < NCANCEL + 2;) {
+			int k = reap(self->fd, ev + n, NCANCEL + 2 - n, 1,
+				     NULL, 0);
+
+			ASSERT_LT(0, k);
+			n += k;
+		}
+		for (i = 0; i < NCANCEL + 2; i++) {
+			int want = 0;
+
+			ASSERT_EQ(KXFER_EV_COMPLETION, ev[i].type);
+			if (ev[i].user_data == jobs[NCANCEL].user_data &&
+			    c.count)
+				want = -ECANCELED;
+			EXPECT_EQ(want, ev[i].status);
+		}
+		EXPECT_EQ(0, reap(self->fd, ev, 1, 0, NULL, 0));
+	}
+	EXPECT_EQ(1, taken);
+	/* Bad arguments */
+	memset(&c, 0, sizeof(c));
+	c.flags = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_CANCEL, &c));
+	EXPECT_EQ(EINVAL, errno);
+	c.flags = 0;
+	c.reserved[1] = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_CANCEL, &c));
+	EXPECT_EQ(EINVAL, errno);
+	/* Nothing in flight: nothing taken */
+	c.reserved[1] = 0;
+	c.count = 99;
+	EXPECT_EQ(0, ioctl(self->fd, KXFER_IOC_CANCEL, &c));
+	EXPECT_EQ(0, c.count);
+}
+
+/*
  * A peer of protocol version 1 cannot take a message: the job is refused
  * before anything moves, while plain notifications keep working.
  */

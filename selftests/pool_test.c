@@ -127,6 +127,7 @@ TEST_F(kxfer, query)
 	EXPECT_GE(q.pool_mem_max, q.pool_mem_used);
 	EXPECT_EQ(0, q.reserved[0]);
 	EXPECT_EQ(0, q.reserved[2]);
+	EXPECT_EQ(1024, q.max_notify_len);
 }
 
 TEST_F(kxfer, query_unknown_flag)

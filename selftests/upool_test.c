@@ -365,6 +365,9 @@ TEST_F(upool, register_refusals)
 	memset(u.name, 'x', sizeof(u.name));	/* no NUL */
 	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_POOL_USER, &u));
 	EXPECT_EQ(EINVAL, errno);
+	/* Names travel to peers: only what every interface takes */
+	EXPECT_EQ(-EINVAL, reg_user(self->fd, "u bad", buf, len, NULL));
+	EXPECT_EQ(-EINVAL, reg_user(self->fd, "ubad\n", buf, len, NULL));
 	EXPECT_EQ(-EINVAL, reg_user(self->fd, "ubad", buf + 8, len - PG, NULL));
 	EXPECT_EQ(-EINVAL, reg_user(self->fd, "ubad", buf, 0, NULL));
 	EXPECT_EQ(-EINVAL, reg_user(self->fd, "ubad", buf, PG + 512, NULL));
@@ -487,6 +490,12 @@ TEST_F(upool, export_refusals)
 				      KXFER_ACCESS_READ));
 	EXPECT_EQ(-ENOENT, export_add(self->fd, "uexp-x", 0, 0, PG,
 				      KXFER_ACCESS_READ));
+	EXPECT_EQ(-EINVAL, export_add(self->fd, "uexp x", h, 0, PG,
+				      KXFER_ACCESS_READ));
+	export_args(&e, "uexp-x", h, 0, PG, KXFER_ACCESS_READ);
+	strcpy(e.peer, "b/c");
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
+	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-EINVAL, export_add(self->fd, "uexp-x", h, 0, PG, 0));
 	EXPECT_EQ(-EINVAL, export_add(self->fd, "uexp-x", h, 0, PG, 1U << 7));
 	EXPECT_EQ(-EINVAL, export_add(self->fd, "uexp-x", h, 0, 0,

@@ -31,6 +31,12 @@ packages=(
 	# scripts
 	jq
 	python3-yaml
+	# NIXL 1.4.0 for tools/nixl (tools/nixl/build-nixl-deps.sh builds it
+	# offline from ../shared/third_party); not libabsl-dev nor
+	# libtomlplusplus-dev, which are too old for it and would be found
+	# before the copies in its subprojects/
+	meson ninja-build cmake g++ libasio-dev pybind11-dev python3-dev
+	python3-numpy liburing-dev libaio-dev
 )
 
 missing=()

@@ -16,8 +16,18 @@
 #   peer_json NAME        `kxferctl -j peer show NAME`
 #   peer_state NAME STATE the (first) session NAME is in STATE
 #   has_rexport NAME EXP  the session NAME has learned remote export EXP
+#   peer_attempts NAME    its connection attempts since it was last up
+#   attempts_above NAME N more than N of them
 #   kxfer_qps             QPs of kxfer's sessions
 #   now_ms                wall clock, ms
+#   peer_explain [NAME]   peer show of NAME (or of every session), text and
+#                         JSON, and the kernel log's last 20 kxfer lines
+#   wait_explain CMD...   what busywait and slowwait (lib.sh) print when
+#                         a wait on kxfer's state times out: peer_explain of
+#                         the session a peer_state, has_rexport or peer_json
+#                         wait (check_fail ... too) was about, of every
+#                         session for other waits on sessions (kxferctl,
+#                         a *peer* or *session* helper, leak_same ...)
 
 export PATH="$KXFER_TOP/tools/kxferctl:$KXFER_TOP/selftests:$PATH"
 
@@ -91,6 +101,22 @@ peer_state() {
 	[ "$(peer_json "$1" 2>/dev/null | jq -r '.[0].state')" = "$2" ]
 }
 
+# peer_attempts NAME: the connector's connection attempts since it was
+# last up ("" if kxferctl does not say)
+peer_attempts() {
+	peer_json "$1" 2>/dev/null | jq -r '.[0].attempts // empty'
+}
+
+# attempts_above NAME N: the connector NAME has made more than N attempts
+# since it was last up
+attempts_above() {
+	local n
+
+	n=$(peer_attempts "$1")
+	echo "$1: attempts ${n:-none} (more than $2 wanted)"
+	[ -n "$n" ] && [ "$n" -gt "$2" ]
+}
+
 # has_rexport NAME EXPORT: the session has learned the remote export
 # (grep, not jq: under TCG jq's start-up alone takes a good part of the
 # time bounds checked with this)
@@ -108,4 +134,31 @@ kxfer_qps() {
 
 now_ms() {
 	echo $(($(date +%s%N) / 1000000))
+}
+
+# peer_explain [NAME]: the state a wait on a session found
+peer_explain() {
+	echo "kxferctl peer show${1:+ $1}:"
+	kxferctl peer show ${1:+"$1"} 2>&1 || true
+	kxferctl -j peer show ${1:+"$1"} 2>&1 || true
+	echo "kernel log, last 20 kxfer lines:"
+	dmesg | grep "kxfer: " | tail -n 20
+}
+
+# wait_explain CMD...: called by busywait/slowwait when CMD never succeeded
+wait_explain() {
+	[ "$1" = check_fail ] && shift
+	case $1 in
+	peer_state | has_rexport | peer_json)
+		peer_explain "$2"
+		;;
+	kxferctl | leak_same | *peer* | *session* | hp_only_*)
+		peer_explain
+		;;
+	sh)
+		case "$*" in
+		*kxferctl*) peer_explain ;;
+		esac
+		;;
+	esac
 }

@@ -150,7 +150,7 @@ t_kill_busy() {
 	t0=$(killed 1)
 	echo "$(date +%T.%N) b is killed"
 	kill -0 $st || { echo "the stream ended before the kill"; exit 1; }
-	busywait 15000 check_fail peer_state b up 2>/dev/null
+	busywait 15000 check_fail peer_state b up
 	dt=$(($(now_ms) - t0))
 	storm_say "a: session b down $dt ms after b was killed"
 	dmesg | grep 'kxfer: peer b: down' | tail -n 1

@@ -175,13 +175,29 @@ fault_peer_cycle() {
 	done
 }
 
+# While rxe0 is gone, pa keeps trying, and says so in peer show: its
+# attempts grow (the first retry comes at most reconnect_max_ms, 5 s and
+# a quarter, after the last failure), it is not up, and while down it
+# says when it tries next.  Then the device is away as long as the
+# schedule says, counted from the delete.
 fault_rxe() {
-	local t0
+	local t0 gone n0 left
 
+	gone=$((1 + RANDOM % 3))
 	t0=$(now_ms)
 	rdma link delete rxe0
 	echo "rdma link delete took $(($(now_ms) - t0)) ms"
-	sleep "$((1 + RANDOM % 3))"
+	n0=$(peer_attempts pa)
+	busywait 15000 attempts_above pa "${n0:-0}" ||
+		{ echo "pa made no attempt while rxe0 was gone"; exit 1; }
+	echo
+	check_fail peer_state pa up
+	peer_json pa | jq -c '.[0] | {state, attempts, next_try_ns, last_error}'
+	# the next attempt is scheduled whenever pa is down
+	peer_json pa | jq -e '.[0] | .state != "down" or .next_try_ns != null' >/dev/null ||
+		{ echo "pa is down with no next attempt scheduled"; exit 1; }
+	left=$((t0 + gone * 1000 - $(now_ms)))
+	((left <= 0)) || sleep "$((left / 1000)).$(printf %03d $((left % 1000)))"
 	rdma link add rxe0 type rxe netdev "$KXFER_NETDEV"
 	busywait 10000 port_active rxe0
 	N_RXE=$((N_RXE + 1))

@@ -289,8 +289,39 @@ t_backpressure() {
 # it ends at once, and a re-created export is learned again.  b's session
 # goes down for whichever reason reaches b first: the NIC's refusal, or a
 # ending the session (its end of the QP is in error too) and saying so.
+#
+# A session that went down fails what it has in flight (ECONNRESET) and
+# refuses new jobs (ENOTCONN, uapi/linux/kxfer.h) until it is up again,
+# and the stream submits its next batch before it reaps the completion
+# that says EACCES: so it may end on any of the three, as long as the
+# session went down for one of the reasons above.  Only ESTALE needs no
+# session failure (b learned of the withdrawal before it posted a WR
+# under the dead key).
+WL_DOWN='remote access error|disconnected by the peer|QP in error, work requests flushed'
+wl_check_end() {
+	local why end
+
+	why=$(dmesg | tail -n +$(($1 + 1)) | grep 'kxfer: peer pa: down: ' | head -n 1)
+	end=$(grep -Eo '(refused: |: )(EACCES|ESTALE|ENOTCONN|ECONNRESET)' /tmp/wl-stream |
+		head -n 1)
+	echo "the stream ended with '${end:-?}'; pa went down: '${why:-no}'"
+	case $end in
+	*ESTALE)
+		return 0
+		;;
+	*EACCES | *ENOTCONN | *ECONNRESET)
+		grep -Eq "down: ($WL_DOWN) " <<<"$why" && return 0
+		echo "... but not because the export was withdrawn"
+		;;
+	*)
+		echo "... expected EACCES, ESTALE, or ENOTCONN or ECONNRESET with pa down"
+		;;
+	esac
+	return 1
+}
+
 t_withdraw_live() {
-	local rc=0 n0
+	local rc=0 n0 st=0
 
 	if on_a; then
 		barrier wl-streaming
@@ -309,22 +340,20 @@ t_withdraw_live() {
 	local stream=$!
 	sleep 2
 	barrier wl-streaming
-	busywait 20000 check_fail kill -0 "$stream" 2>/dev/null
-	wait "$stream" || rc=$?
+	# b's checks fail the test, not a's: a goes on to re-add kvr
+	busywait 20000 check_fail kill -0 "$stream" ||
+		{ echo "the stream went on"; kill "$stream"; rc=1; }
+	wait "$stream" || st=$?
 	cat /tmp/wl-stream
-	[ "$rc" = 1 ]
-	grep -Eq 'EACCES|ESTALE' /tmp/wl-stream
-	if grep -q EACCES /tmp/wl-stream; then
-		dmesg | tail -n +$((n0 + 1)) | grep 'peer pa: down: ' | head -1
-		dmesg | tail -n +$((n0 + 1)) | grep -Eq \
-			'peer pa: down: (remote access error|disconnected by the peer|QP in error, work requests flushed)'
-	fi
+	[ "$st" = 1 ] || { echo "the stream ended with status $st, expected 1"; rc=1; }
+	wl_check_end "$n0" || rc=1
+	busywait 30000 peer_state pa up || rc=1
 	# Gone for good: b cannot even name the export now.
-	check_fail xfer job pa kvr local write 0:0:8
-	busywait 30000 peer_state pa up
+	check_err ENOENT xfer job pa kvr local write 0:0:8 || rc=1
 	barrier wl-done
 	barrier wl-readded
-	busywait 5000 has_rexport pa kvr
+	busywait 5000 has_rexport pa kvr || rc=1
+	return $rc
 }
 
 # --- exports change while the session is up ----------------------------------
@@ -348,7 +377,9 @@ t_export_add_del_live() {
 	busywait 5000 has_rexport pa live
 	dt=$(($(now_ms) - t0))
 	echo "export add seen after $dt ms"
-	[ "$dt" -le 1000 ] || { echo "took more than a second"; exit 1; }
+	# One control message and kxferctl's polling; a TCG guest on a busy
+	# host took 1028 ms once (load 10): a bound, not a benchmark.
+	[ "$dt" -le 3000 ] || { echo "took more than 3 s"; exit 1; }
 	has_rexport pa4 live
 	barrier live-seen
 	barrier live-deleted
@@ -356,7 +387,7 @@ t_export_add_del_live() {
 	busywait 5000 check_fail has_rexport pa live
 	dt=$(($(now_ms) - t0))
 	echo "export del seen after $dt ms"
-	[ "$dt" -le 1000 ] || { echo "took more than a second"; exit 1; }
+	[ "$dt" -le 3000 ] || { echo "took more than 3 s"; exit 1; }
 	barrier live-gone
 }
 
@@ -367,7 +398,7 @@ t_not_allowed() {
 		barrier na-go
 		barrier na-done
 		kxferctl -j listen show | jq -e '.[] | select(.port == 7000) | .rejected >= 1' >/dev/null
-		dmesg | grep -q "refused 10.99.0.2: not in the allow list"
+		dmesg | grep "refused 10.99.0.2: not in the allow list" >/dev/null
 		# No session was made for it.
 		[ "$(kxferctl -j peer show | jq '[.[] | select(.role == "acceptor")] | length')" = 2 ]
 		return 0
@@ -441,13 +472,13 @@ t_partition() {
 	sleep 2
 	barrier lf-go
 	t0=$(now_ms)
-	busywait 15000 check_fail peer_state pa up 2>/dev/null
+	busywait 15000 check_fail peer_state pa up
 	dt=$(($(now_ms) - t0))
 	echo "session down after $dt ms" | tee "$KXFER_OUT/down-time.txt"
 	peer_json pa
 	[ "$dt" -le $((KA_TIMEOUT_MS + 3000)) ] ||
 		{ echo "slower than the keepalive bound"; exit 1; }
-	busywait 10000 check_fail kill -0 "$stream" 2>/dev/null
+	busywait 10000 check_fail kill -0 "$stream"
 	wait "$stream" || rc=$?
 	echo "job stream ended after $(($(now_ms) - t0)) ms, status $rc:"
 	cat /tmp/lf-stream
@@ -633,7 +664,7 @@ t_device_delete() {
 	rdma link delete rxe0
 	defer_readd_rxe0
 	echo "rdma link delete took $(($(now_ms) - t0)) ms"
-	busywait 10000 check_fail kill -0 "$stream" 2>/dev/null
+	busywait 10000 check_fail kill -0 "$stream"
 	wait "$stream" || rc=$?
 	echo "job stream ended after $(($(now_ms) - t0)) ms, status $rc:"
 	cat /tmp/dd-stream
@@ -647,10 +678,10 @@ t_device_delete() {
 		grep -q 'ECONNRESET (wc_status 5)' /tmp/dd-stream
 		[ -s /tmp/dd-wr-error ]
 	fi
-	busywait 10000 check_fail peer_state pa up 2>/dev/null
+	busywait 10000 check_fail peer_state pa up
 	peer_json pa
 	# (last_error moves on with the reconnect attempts that follow)
-	dmesg | grep -q 'kxfer: peer pa: down: device removed'
+	dmesg | grep 'kxfer: peer pa: down: device removed' >/dev/null
 	[ "$(kxfer_qps)" = 0 ]
 	rdma link add rxe0 type rxe netdev "$KXFER_NETDEV"
 	busywait 10000 port_active rxe0
@@ -687,13 +718,18 @@ t_teardown() {
 # --- make demo, as a test ----------------------------------------------------------
 
 # examples/demo.sh, the story make demo plays (seed 003's KV push, the
-# ERANGE and ESTALE refusals, a push after them), with a module loaded
-# afresh as nodes "decode" (a) and "prefill" (b): every step asserts its
-# outcome (bytes checked by kv-decode, the plan, the errnos), and the
-# module is unloaded at the end with nothing left behind.
+# ERANGE and ESTALE refusals, a push after them, the push between the
+# programs' own memory, and into a udmabuf), with a module loaded afresh
+# as nodes "decode" (a) and "prefill" (b): every step asserts its
+# outcome (bytes checked by kv-decode, the plan against the kernel's
+# counters, the errnos, the programs' pools in kxferctl while they run
+# and gone after), and the module is unloaded at the end with nothing
+# left behind.  Debian's 6.12 has udmabuf (CONFIG_UDMABUF=y), so there
+# the udmabuf step must run; 6.1 has none and the step says so.
 t_demo() {
 	# shellcheck source=../../examples/demo.sh
 	source "$KXFER_TOP/examples/demo.sh"
+	[[ $(uname -r) == 6.1.* ]] || DEMO_REQUIRE_UDMABUF=1
 	demo_run
 }
 

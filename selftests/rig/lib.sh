@@ -27,9 +27,14 @@
 #   skip MSG              end the current test as SKIP
 #   require_cmd CMD...    skip the current test unless every CMD exists
 #   busywait MS CMD...    retry CMD until it succeeds, at most MS ms; prints
-#                         CMD's last output (net/lib.sh's busywait, but it
-#                         yields 10 ms between attempts so that rxe's work is
-#                         not starved on a single-CPU TCG guest)
+#                         CMD's output, stdout and stderr, once (net/lib.sh's
+#                         busywait, but it yields 10 ms between attempts so
+#                         that rxe's work is not starved on a single-CPU TCG
+#                         guest). On a timeout it also says, on stderr, what
+#                         it waited for: the command, how long it waited, its
+#                         last status and output, then calls the suite's
+#                         wait_explain CMD... if there is one (common.sh:
+#                         the state of the peer a peer wait was about)
 #   slowwait SEC CMD...   the same, retrying every 100 ms
 #   barrier NAME [SEC]    two guests: wait until the other guest reaches the
 #                         barrier of the same name and rank (default timeout
@@ -217,18 +222,43 @@ ktap_section() {
 		}' "$1"
 }
 
+# _kx_wait_failed MS_WAITED TRIES STATUS OUT CMD...: what a wait that timed
+# out waited for and what it saw, on stderr.
+_kx_wait_failed() {
+	local waited=$1 tries=$2 status=$3 out=$4
+
+	shift 4
+	{
+		echo "wait: gave up after $waited ms and $tries tries: $*"
+		echo "wait: last status $status, last output:"
+		if [[ -n $out ]]; then
+			sed 's/^/wait: | /' <<<"$out"
+		else
+			echo "wait: | (none)"
+		fi
+		if declare -F wait_explain >/dev/null; then
+			wait_explain "$@" 2>&1 | sed 's/^/wait: /'
+		fi
+	} >&2
+}
+
 _kx_wait() {
-	local pause=$1 timeout_ms=$2 out start now
+	local pause=$1 timeout_ms=$2 out start now rc tries=0
 	shift 2
 	start=${EPOCHREALTIME//[!0-9]/}
 	while true; do
-		if out=$("$@"); then
+		rc=0
+		tries=$((tries + 1))
+		# stderr too: a command that fails until it succeeds says why
+		# every time, and only the last time matters
+		out=$("$@" 2>&1) || rc=$?
+		if ((rc == 0)); then
 			echo -n "$out"
 			return 0
 		fi
 		now=${EPOCHREALTIME//[!0-9]/}
 		if (((now - start) / 1000 > timeout_ms)); then
-			echo -n "$out"
+			_kx_wait_failed "$(((now - start) / 1000))" "$tries" "$rc" "$out" "$@"
 			return 1
 		fi
 		sleep "$pause"

@@ -35,6 +35,10 @@ static const char *const peer_attr_names[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_QP]		= "qp",
 	[KXFER_A_PEER_REMOTE_EXPORT]	= "remote-export",
 	[KXFER_A_PEER_PAD]		= "pad",
+	[KXFER_A_PEER_ID]		= "id",
+	[KXFER_A_PEER_STATS]		= "stats",
+	[KXFER_A_PEER_ATTEMPTS]		= "attempts",
+	[KXFER_A_PEER_NEXT_TRY_NS]	= "next-try-ns",
 	[KXFER_A_PEER_KEY]		= "key",
 	[KXFER_A_PEER_AUTH]		= "auth",
 	[KXFER_A_PEER_AUTH_FAILURES]	= "auth-failures",
@@ -70,6 +74,9 @@ static const struct nla_policy peer_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_AUTH]		= { .type = NLA_U32 },
 	[KXFER_A_PEER_AUTH_FAILURES]	= { .type = NLA_U32 },
 	[KXFER_A_PEER_ID]		= { .type = NLA_U32 },
+	[KXFER_A_PEER_ATTEMPTS]		= { .type = NLA_U32 },
+	/* s64, as NLA_U64 for the same reason as last_errno */
+	[KXFER_A_PEER_NEXT_TRY_NS]	= { .type = NLA_U64 },
 };
 
 /* enum kxfer_peer_auth */
@@ -253,6 +260,28 @@ static void peer_error_print(struct nlattr **tb)
 		out_str("last_error", msg);
 }
 
+/*
+ * A connector's retries: "attempts 3 next_try 1.2s" (JSON attempts and
+ * next_try_ns).  The time left is negative only if the attempt is
+ * overdue: text then says "next_try_overdue 40ms".
+ */
+static void peer_retry_print(struct nlattr **tb)
+{
+	int64_t ns;
+
+	if (tb[KXFER_A_PEER_ATTEMPTS])
+		out_u64("attempts", nla_get_u32(tb[KXFER_A_PEER_ATTEMPTS]));
+	if (!tb[KXFER_A_PEER_NEXT_TRY_NS])
+		return;
+	ns = (int64_t)nla_get_u64(tb[KXFER_A_PEER_NEXT_TRY_NS]);
+	if (out_is_json())
+		out_s64("next_try_ns", ns);
+	else if (ns >= 0)
+		out_ns("next_try", "next_try_ns", (uint64_t)ns);
+	else
+		out_ns("next_try_overdue", "next_try_overdue_ns", (uint64_t)-ns);
+}
+
 /**
  * peer_print - print one session from a PEER_GET reply or a
  * PEER_STATE_NTF event
@@ -307,6 +336,7 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 		out_u64("depth", nla_get_u32(tb[KXFER_A_PEER_DEPTH]));
 	if (tb[KXFER_A_PEER_RECONNECTS])
 		out_u64("reconnects", nla_get_u32(tb[KXFER_A_PEER_RECONNECTS]));
+	peer_retry_print(tb);
 	if (tb[KXFER_A_PEER_KEEPALIVE_RTT_NS])
 		out_ns("keepalive_rtt", "keepalive_rtt_ns",
 		       nla_get_u64(tb[KXFER_A_PEER_KEEPALIVE_RTT_NS]));

@@ -44,6 +44,7 @@
 #ifndef LIBKXFER_KXFER_H
 #define LIBKXFER_KXFER_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 #include <linux/kxfer.h>
@@ -435,7 +436,8 @@ static inline void kxfer_job_read(struct kxfer_job *job, uint32_t pool,
  * subscribers get one KXFER_EV_NOTIFY event with the bytes
  * (kxfer_reap_msgs()) once all of the job's data is visible there.
  *
- * Return: 0, or -EINVAL for an empty or too long message.
+ * Return: 0, or -EINVAL for an empty message (one longer than
+ * max_notify_len is refused by kxfer_submit() with -EINVAL).
  */
 static inline int kxfer_job_notify_msg(struct kxfer_job *job, const void *msg,
 				       uint32_t len)
@@ -468,6 +470,23 @@ static inline int kxfer_job_notify_msg(struct kxfer_job *job, const void *msg,
 int kxfer_reap_msgs(struct kxfer *kx, struct kxfer_event *ev,
 		    unsigned int max, unsigned int min, int64_t timeout_ns,
 		    unsigned int flags, void *msgs, uint32_t msgs_len);
+
+/**
+ * kxfer_cancel() - take back jobs that have not reached the NIC
+ * @kx: the context
+ * @user_data: with @mask, which jobs: user_data & mask == @user_data & mask
+ * @mask: 0 for all of the context's jobs
+ * @count: out, jobs and per-QP parts taken back; may be NULL
+ *
+ * KXFER_IOC_CANCEL: jobs held behind a FENCE, and jobs' parts still
+ * waiting whole for room in a send queue, end with -ECANCELED; the rest
+ * complete as they would.  Every job still gets exactly one completion
+ * event: reap them before forgetting a request.
+ *
+ * Return: 0, -EINVAL.
+ */
+int kxfer_cancel(struct kxfer *kx, uint64_t user_data, uint64_t mask,
+		 unsigned int *count);
 
 #ifdef __cplusplus
 }

@@ -409,3 +409,14 @@ KX_EXPORT int kxfer_notify_unsubscribe(struct kxfer *kx, uint32_t handle)
 
 	return kx_ioctl(kx->kx_fd, KXFER_IOC_NOTIFY_UNSUBSCRIBE, &ns);
 }
+
+KX_EXPORT int kxfer_cancel(struct kxfer *kx, uint64_t user_data, uint64_t mask,
+			   unsigned int *count)
+{
+	struct kxfer_cancel c = { .user_data = user_data, .mask = mask };
+	int ret = kx_ioctl(kx->kx_fd, KXFER_IOC_CANCEL, &c);
+
+	if (!ret && count)
+		*count = c.count;
+	return ret;
+}

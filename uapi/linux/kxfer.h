@@ -77,6 +77,7 @@ struct kxfer_query {
  * message buffer
  */
 #define KXFER_FEAT_NOTIFY_MSG	(1ULL << 5)
+#define KXFER_FEAT_CANCEL	(1ULL << 6)	/* KXFER_IOC_CANCEL */
 
 /**
  * struct kxfer_pool_attach - KXFER_IOC_POOL_ATTACH: attach a pool by name
@@ -500,6 +501,33 @@ struct kxfer_export_del {
 	__u64 reserved[2];
 };
 
+/**
+ * struct kxfer_cancel - KXFER_IOC_CANCEL: take back jobs of this file
+ *	that have not reached the NIC
+ * @user_data: in, with @mask, which jobs: those whose
+ *	user_data & @mask == @user_data & @mask (a request's jobs, when
+ *	their user_data share its tag)
+ * @mask: in, 0 for every job of the file
+ * @flags: in, must be 0
+ * @count: out, jobs and job parts taken back: jobs held behind a FENCE,
+ *	and a job's share of one QP still waiting whole in that QP's queue
+ *	(a job striped over several QPs counts once per QP)
+ * @reserved: must be 0
+ *
+ * What was taken back never reaches the NIC; its job still ends exactly
+ * once, with -ECANCELED (after its other parts, if some were posted
+ * already).  Jobs already handed to the NIC complete as they would.
+ *
+ * Errors: EINVAL (flags, reserved), EFAULT.
+ */
+struct kxfer_cancel {
+	__u64 user_data;
+	__u64 mask;
+	__u32 flags;
+	__u32 count;
+	__u64 reserved[2];
+};
+
 /*
  * Every pool attached by one open file owns a window of the file's mmap
  * offset space, KXFER_MMAP_WINDOW bytes wide, at handle * window.
@@ -522,6 +550,7 @@ struct kxfer_export_del {
 #define KXFER_IOC_POOL_DMABUF	_IOWR(KXFER_IOC_MAGIC, 0x0a, struct kxfer_pool_dmabuf)
 #define KXFER_IOC_EXPORT_ADD	_IOW(KXFER_IOC_MAGIC, 0x0b, struct kxfer_export_add)
 #define KXFER_IOC_EXPORT_DEL	_IOW(KXFER_IOC_MAGIC, 0x0c, struct kxfer_export_del)
+#define KXFER_IOC_CANCEL	_IOWR(KXFER_IOC_MAGIC, 0x0d, struct kxfer_cancel)
 
 /* ---------------------------------------------------------------------- */
 /* Generic netlink family                                                  */
@@ -716,7 +745,9 @@ enum {
 	KXFER_A_PEER_PORT_NUM,		/* u32, its port */
 	KXFER_A_PEER_REMOTE_NODE,	/* string */
 	KXFER_A_PEER_RECONNECTS,	/* u32 */
-	KXFER_A_PEER_LAST_ERROR,	/* string, why it last went down */
+	KXFER_A_PEER_LAST_ERROR,	/* string, why it last went down or
+					 * its last attempt failed
+					 */
 	KXFER_A_PEER_LAST_ERRNO,	/* s32 */
 	KXFER_A_PEER_KEEPALIVE_RTT_NS,	/* u64, round trip of the last probe */
 	KXFER_A_PEER_UP_NS,		/* u64, time from connect to up, last time */
@@ -725,6 +756,10 @@ enum {
 	KXFER_A_PEER_PAD,
 	KXFER_A_PEER_ID,		/* u32, as in NOTIFY events */
 	KXFER_A_PEER_STATS,		/* nest, attribute-set "stats" */
+	/* u32, connector: connection attempts since it was last up */
+	KXFER_A_PEER_ATTEMPTS,
+	/* s64, connector, down: ns until the next attempt (< 0: overdue) */
+	KXFER_A_PEER_NEXT_TRY_NS,
 	/*
 	 * string: the key a connecting session proves (peer add), or the key
 	 * an accepting session proved

@@ -1,0 +1,141 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# nixl.sh: the KXFER NIXL backend plugin (tools/nixl, issue 13) between two
+# guests, through NIXL's own C++ and Python APIs; run by run-suite as its
+# own step (vm-run --guests 2).  The module is loaded as nodes "a" and "b";
+# the administrator's part is done here with kxferctl (a listens, b adds
+# the session "a"; on a, the accepting session is "b"), which is what the
+# plugin's default session name, the remote node's name, finds on both
+# sides.  Then both guests run
+#
+#   build/nixl/nixl_test          the C++ API (selftests/nixl/nixl_test.cpp)
+#   selftests/nixl/nixl_test.py   the Python API (nixl_agent)
+#
+# as TAP programs (one result per test, NAME:TEST), which meet in /shared;
+# and, last, every pool and export the plugin made is gone with the
+# processes that made them, and the module unloads.
+#
+# NIXL comes from the cache tools/nixl/build-nixl-deps.sh fills (the
+# host's /var/cache/kxfer, seen read-only here) that the plugin was built
+# against; without it, or without the plugin (make check builds both),
+# every test is skipped.
+
+# shellcheck source=../rig/lib.sh
+source "$KXFER_TOP/selftests/rig/lib.sh"
+# shellcheck source=common.sh
+source "$KXFER_TOP/selftests/guest/common.sh"
+
+cd "$KXFER_TOP" || exit 1
+
+A=10.99.0.1
+NIXL_OUT=$KXFER_TOP/build/nixl
+
+# NIXL's libraries, Python package and the plugin (only KXFER in that
+# folder, so that nothing else loads): the NIXL the plugin was built
+# against, a cache of tools/nixl/build-nixl-deps.sh
+nixl_env() {
+	local prefix
+
+	prefix=$(cat "$NIXL_OUT/nixl-prefix" 2>/dev/null) || return 1
+	[ -f "${prefix%/prefix}/env" ] || return 1
+	# shellcheck source=/dev/null
+	source "${prefix%/prefix}/env"
+	[ -f "$NIXL_OUT/libplugin_KXFER.so" ] && [ -x "$NIXL_OUT/nixl_test" ] || return 1
+	export LD_LIBRARY_PATH=$NIXL_LIBDIR
+	export PYTHONPATH=$NIXL_PYTHONPATH
+	export NIXL_PLUGIN_DIR=$NIXL_OUT
+}
+
+require_nixl() {
+	[ -n "${NIXL_PLUGIN_DIR:-}" ] ||
+		skip "no NIXL or no plugin (make check builds both; make with NIXL_PREFIX the plugin)"
+}
+
+t_setup() {
+	require_nixl
+	kxfer_load node_name="$KXFER_GUEST"
+	if on_a; then
+		kxferctl listen "$A" allow 10.99.0.0/24
+		barrier nixl-listening
+		barrier nixl-up 60
+		busywait 20000 peer_state b up
+	else
+		barrier nixl-listening
+		kxferctl peer add a "$A"
+		busywait 20000 peer_state a up
+		barrier nixl-up 60
+	fi
+	cat /sys/module/kxfer/parameters/node_name
+}
+
+# ktap_nixl NAME CMD...: run a TAP program of both guests, which meet in
+# /shared; a barrier after it, so that a guest whose program failed early
+# does not start the next one alone.
+ktap_nixl() {
+	local name=$1
+
+	shift
+	barrier "$name-start" 300 || true
+	if [ -z "${NIXL_PLUGIN_DIR:-}" ]; then
+		ktest "$name" require_nixl
+	else
+		ktap_run "$@"
+	fi
+	barrier "$name-end" 600 || true
+}
+
+# Every job of every request, released in flight or not, ended exactly
+# once in the plugin's eyes: no completion it did not expect, and no
+# request left in flight when an agent ended (the plugin logs both).
+t_completions() {
+	require_nixl
+	local log
+
+	for log in "$KXFER_OUT/logs/nixl_test.log" "$KXFER_OUT/logs/nixl_test.py.log"; do
+		[ -f "$log" ] || { echo "no $log"; return 1; }
+		if grep -E 'completion of unknown request|requests and [0-9]+ notifications in flight' "$log"; then
+			echo "in $log"
+			return 1
+		fi
+	done
+}
+
+# Every pool and export of the plugin (named nx<pid>.<agent>.N) ended with
+# the process that made it; the module unloads.
+t_cleanup() {
+	require_nixl
+	local left
+
+	left=$(kxferctl -j pool show | jq -r '.[] | select(.kind == "user") | .name')
+	if [ -n "$left" ]; then
+		echo "user pools left behind: $left"
+		return 1
+	fi
+	left=$(kxferctl -j export show | jq -r '.[] | .name | select(startswith("nx"))')
+	if [ -n "$left" ]; then
+		echo "exports left behind: $left"
+		return 1
+	fi
+	barrier nixl-clean
+	if on_a; then
+		barrier nixl-peers-gone 60
+		busywait 15000 sh -c '[ "$(kxferctl -j peer show | jq length)" = 0 ]'
+		kxferctl listen del "$A"
+	else
+		kxferctl peer del a
+		barrier nixl-peers-gone 60
+	fi
+	rmmod kxfer
+}
+
+nixl_env || true
+
+ktest setup t_setup
+ktap_nixl cpp "$NIXL_OUT/nixl_test" --role "$KXFER_GUEST" --dir "$KXFER_SHARED/nixl-cpp" \
+	--peer-addr "$A"
+ktap_nixl py selftests/nixl/nixl_test.py --role "$KXFER_GUEST" --dir "$KXFER_SHARED/nixl-py" \
+	--peer-addr "$KXFER_PEER_ADDR" --session a
+ktest completions t_completions
+ktest cleanup t_cleanup
+exit 0

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * libplugin_KXFER.so: the entry points NIXL's plugin manager looks for.
+ */
+#include "backend/backend_plugin.h"
+#include "kxfer_backend.h"
+
+namespace {
+
+/* Backend parameters (nixl_agent.create_backend("KXFER", {...})) and
+ * their defaults; see README.md. */
+nixl_b_params_t
+kxferOptions() {
+    return {
+        /* name of the kxfer session to a remote agent: %n its node, %a
+         * the agent's name */
+        {"session", "%n"},
+        /* this node's name for peers; default the module's node_name */
+        {"node", ""},
+        /* addresses peers reach this node at, comma-separated, for the
+         * `kxferctl peer add` that a missing session calls for; default
+         * those of the RDMA devices' net devices */
+        {"addrs", ""},
+        /* how long a transfer waits for a remote export to be
+         * advertised on the session */
+        {"lookup_timeout_ms", "5000"},
+    };
+}
+
+using kxfer_plugin_t = nixlBackendPluginCreator<kxfer_nixl::nixlKxferEngine>;
+
+} // namespace
+
+extern "C" NIXL_PLUGIN_EXPORT nixlBackendPlugin *
+nixl_plugin_init() {
+    return kxfer_plugin_t::create(
+        NIXL_PLUGIN_API_VERSION, "KXFER", "0.1.0", kxferOptions(), {DRAM_SEG});
+}
+
+extern "C" NIXL_PLUGIN_EXPORT void
+nixl_plugin_fini() {}
