@@ -531,6 +531,9 @@ static void kxfer_auth_refuse(struct kxfer_session *s, u32 reason,
 	kxfer_ctrl_send(s, KXFER_MSG_AUTH_FAIL, &af.af_reason,
 			sizeof(af) - sizeof(af.af_hdr));
 	kxfer_ctrl_flush(s);
+	/* Hang up ourselves if the peer has not when the time is up. */
+	mod_delayed_work(kxfer_wq, &s->s_timer,
+			 msecs_to_jiffies(KXFER_AUTH_LAST_WORDS_MS) + 1);
 }
 
 /* The handshake decided: no authentication, and none is required. */
@@ -963,6 +966,38 @@ const char *kxfer_auth_expired(struct kxfer_session *s, u64 now)
 	default:
 		return NULL;
 	}
+}
+
+/**
+ * kxfer_auth_time_left - time until the handshake runs out
+ * @s: the session, control channel up
+ * @now: ktime_get_ns()
+ *
+ * The session timer looks at the handshake when this has passed, however
+ * long the keepalive interval is (kxfer_auth_expired()).  Caller holds
+ * s_mutex.
+ *
+ * Return: nanoseconds until kxfer_auth_expired() may end the session, 0
+ * if that time has come, or U64_MAX if no handshake is under way or
+ * refused.
+ */
+u64 kxfer_auth_time_left(const struct kxfer_session *s, u64 now)
+{
+	const struct kxfer_sess_auth *a = &s->s_auth;
+	u64 end = a->sa_start_ns;
+
+	switch (a->sa_state) {
+	case KXFER_AUTH_S_WAIT_HELLO:
+	case KXFER_AUTH_S_WAIT_REPLY:
+		end += (u64)KXFER_AUTH_TIMEOUT_MS * NSEC_PER_MSEC;
+		break;
+	case KXFER_AUTH_S_REFUSED:
+		end += (u64)KXFER_AUTH_LAST_WORDS_MS * NSEC_PER_MSEC;
+		break;
+	default:
+		return U64_MAX;
+	}
+	return now < end ? end - now : 0;
 }
 
 /**

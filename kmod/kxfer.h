@@ -814,6 +814,7 @@ int kxfer_auth_gate(struct kxfer_session *s, unsigned int type,
 int kxfer_auth_recv(struct kxfer_session *s, const void *buf,
 		    const char **why);
 const char *kxfer_auth_expired(struct kxfer_session *s, u64 now);
+u64 kxfer_auth_time_left(const struct kxfer_session *s, u64 now);
 struct kxfer_auth_counts *kxfer_auth_counts_alloc(void);
 void kxfer_auth_counts_put(struct kxfer_auth_counts *c);
 void kxfer_auth_reset(struct kxfer_session *s);

@@ -670,6 +670,8 @@ static void kxfer_session_down(struct kxfer_session *s)
 /* Caller holds s_mutex.  All QPs are connected: start the control channel. */
 static void kxfer_session_ctrl_start(struct kxfer_session *s)
 {
+	u64 now;
+
 	s->s_ctrl_up = true;
 	/* First of all: tell a newer acceptor what we speak too. */
 	if (s->s_role == KXFER_PEER_CONNECTOR && s->s_peer_features) {
@@ -682,10 +684,13 @@ static void kxfer_session_ctrl_start(struct kxfer_session *s)
 	}
 	/* Then prove who we are, before any export goes either way. */
 	kxfer_auth_start(s);
-	s->s_last_rx_ns = kxfer_now_ns();
+	now = kxfer_now_ns();
+	s->s_last_rx_ns = now;
 	set_bit(KXFER_SE_REGS, &s->s_events);
+	/* The handshake's deadline, too, comes before the attempt's. */
 	kxfer_session_timer_in(s, kxfer_keepalive_ms / 2,
-			       kxfer_session_time_left(s, s->s_last_rx_ns));
+			       min(kxfer_session_time_left(s, now),
+				   kxfer_auth_time_left(s, now)));
 }
 
 static void kxfer_session_work(struct work_struct *work)
@@ -816,6 +821,8 @@ static void kxfer_session_timer(struct work_struct *work)
 		left = kxfer_session_deadline(s, now);
 		if (!left)
 			break;
+		if (s->s_ctrl_up)
+			left = min(left, kxfer_auth_time_left(s, now));
 		if (!s->s_ctrl_up) {
 			kxfer_session_timer_in(s, kxfer_keepalive_ms, left);
 			break;
