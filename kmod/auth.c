@@ -374,37 +374,50 @@ void kxfer_auth_accept_init(struct kxfer_session *s,
  *
  * The features it speaks, without KXFER_WIRE_F_AUTH for a session it
  * will not authenticate: a connector then sends no challenge, as to an
- * older kxfer, and nothing changes for nodes that hold no keys.  With it,
- * the session's nonce, which the connector's proof answers.  Caller holds
- * s_mutex.
+ * older kxfer, and nothing changes for nodes that hold no keys; the
+ * accept then ends after wa_features, as one of a kxfer without
+ * authentication does.  With it, the session's nonce too, which the
+ * connector's proof answers.  Caller holds s_mutex.
+ *
+ * Return: the bytes of @wa to send.
  */
-void kxfer_auth_accept_fill(const struct kxfer_session *s,
-			    struct kxfer_wire_accept *wa)
+unsigned int kxfer_auth_accept_fill(const struct kxfer_session *s,
+				    struct kxfer_wire_accept *wa)
 {
 	u32 features = READ_ONCE(kxfer_wire_features) & KXFER_WIRE_FEATURES;
 
 	if (!s->s_auth.sa_offered) {
 		wa->wa_features = cpu_to_le32(features & ~KXFER_WIRE_F_AUTH);
-		return;
+		return offsetofend(struct kxfer_wire_accept, wa_features);
 	}
 	wa->wa_features = cpu_to_le32(features | KXFER_WIRE_F_AUTH);
 	memcpy(wa->wa_nonce, s->s_auth.sa_nonce, sizeof(wa->wa_nonce));
+	return sizeof(*wa);
 }
 
 /**
  * kxfer_auth_accepted - a connector reads the acceptor's nonce
- * @s: the connecting session
+ * @s: the connecting session; its s_peer_features are set
  * @wa: the accept's private data of QP 0, checked
  * @len: its length
  *
- * From the rdma_cm handler; s_work reads it after.
+ * An acceptor that offers authentication (and that we speak it to) must
+ * send its nonce: an accept that ends before it is malformed, since a
+ * nonce read as zeros would make the proofs of the session stale ones.
+ * From the rdma_cm handler, under s_lock; s_work reads it after.
+ *
+ * Return: 0, or %-EPROTO for an offer without a nonce.
  */
-void kxfer_auth_accepted(struct kxfer_session *s,
-			 const struct kxfer_wire_accept *wa, unsigned int len)
+int kxfer_auth_accepted(struct kxfer_session *s,
+			const struct kxfer_wire_accept *wa, unsigned int len)
 {
-	if (len >= sizeof(*wa))
-		memcpy(s->s_auth.sa_peer_nonce, wa->wa_nonce,
-		       sizeof(s->s_auth.sa_peer_nonce));
+	if (!(s->s_peer_features & KXFER_WIRE_F_AUTH))
+		return 0;
+	if (len < offsetofend(struct kxfer_wire_accept, wa_nonce))
+		return -EPROTO;
+	memcpy(s->s_auth.sa_peer_nonce, wa->wa_nonce,
+	       sizeof(s->s_auth.sa_peer_nonce));
+	return 0;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -800,10 +800,10 @@ bool kxfer_auth_listener_refuses(const struct kxfer_listener *l,
 				 const u8 *node);
 void kxfer_auth_accept_init(struct kxfer_session *s,
 			    const struct kxfer_listener *l);
-void kxfer_auth_accept_fill(const struct kxfer_session *s,
-			    struct kxfer_wire_accept *wa);
-void kxfer_auth_accepted(struct kxfer_session *s,
-			 const struct kxfer_wire_accept *wa, unsigned int len);
+unsigned int kxfer_auth_accept_fill(const struct kxfer_session *s,
+				    struct kxfer_wire_accept *wa);
+int kxfer_auth_accepted(struct kxfer_session *s,
+			const struct kxfer_wire_accept *wa, unsigned int len);
 void kxfer_auth_start(struct kxfer_session *s);
 bool kxfer_auth_ready(const struct kxfer_session *s);
 bool kxfer_auth_pending(const struct kxfer_session *s);

@@ -995,7 +995,10 @@ static int kxfer_qp_established(struct kxfer_qp *qp, struct rdma_cm_event *ev)
 							  wa_features))
 		s->s_peer_features = le32_to_cpu(wa->wa_features) &
 				     READ_ONCE(kxfer_wire_features);
-	kxfer_auth_accepted(s, wa, ev->param.conn.private_data_len);
+	if (kxfer_auth_accepted(s, wa, ev->param.conn.private_data_len)) {
+		spin_unlock_irqrestore(&s->s_lock, flags);
+		return -EPROTO;
+	}
 	s->s_credits = le16_to_cpu(wa->wa_recv_credits);
 	s->s_credits_max = s->s_credits;
 	memcpy(s->s_remote_node, wa->wa_node, sizeof(s->s_remote_node));
@@ -1235,12 +1238,20 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 		s->s_credits_max = s->s_credits;
 	}
 
+	/*
+	 * Version 1's 40 bytes, then wa_features (44 bytes in all), then,
+	 * only for a session we authenticate, wa_nonce (76): an IB CM REP
+	 * leaves 196 bytes to the consumer, MPA (iWARP) more.
+	 */
+	BUILD_BUG_ON(offsetof(struct kxfer_wire_accept, wa_features) != 40);
+	BUILD_BUG_ON(offsetof(struct kxfer_wire_accept, wa_nonce) != 44);
+	BUILD_BUG_ON(sizeof(wa) != 76);
+	BUILD_BUG_ON(sizeof(wa) > 196);
 	wa.wa_magic = cpu_to_le32(KXFER_WIRE_MAGIC);
 	wa.wa_version = cpu_to_le16(KXFER_WIRE_VERSION);
 	wa.wa_recv_credits = cpu_to_le16(KXFER_CTRL_RECVS);
-	kxfer_auth_accept_fill(s, &wa);
 	strscpy(wa.wa_node, kxfer_node_name, sizeof(wa.wa_node));
-	kxfer_conn_param(s, &param, &wa, sizeof(wa));
+	kxfer_conn_param(s, &param, &wa, kxfer_auth_accept_fill(s, &wa));
 	/* Events for this id come to the QP from now on. */
 	id->context = qp;
 	rdma_set_ack_timeout(id, KXFER_ACK_TIMEOUT);

@@ -44,8 +44,10 @@ struct kxfer_wire_conn {
 /*
  * rdma_accept() private data: the acceptor's identity, what it speaks
  * beyond version 1 (KXFER_WIRE_F_*) and, for a session it authenticates,
- * its nonce.  An older acceptor sends neither: the CM pads the reply's
- * private data with zeros, so they read as none.
+ * its nonce.  It sends wa_nonce only then (76 bytes; else 44, as a kxfer
+ * without authentication does).  An older acceptor sends neither
+ * wa_features nor wa_nonce: the IB CM pads the reply's private data with
+ * zeros, so they read as none.
  */
 struct kxfer_wire_accept {
 	__le32	wa_magic;

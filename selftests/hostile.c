@@ -126,7 +126,7 @@ struct wire_accept {
 	uint16_t recv_credits;
 	char node[NAME_MAX_];
 	uint32_t features;
-	uint8_t nonce[32];	/* NONCE_LEN, with F_AUTH */
+	uint8_t nonce[32];	/* NONCE_LEN, with F_AUTH only */
 } __packed;
 
 struct msg_hdr {
@@ -589,13 +589,18 @@ static int conn_connect(struct conn *c, const void *pd, uint8_t pd_len)
 }
 
 /* Check and scan what a accepted with. */
+/*
+ * Version 1's 40 bytes and the features: 44 bytes; the nonce follows only
+ * with F_AUTH (76 bytes).  The IB CM pads the rest with zeros.
+ */
 static void check_accept(struct sess *s, struct rdma_cm_event *ev)
 {
 	const struct wire_accept *wa = ev->param.conn.private_data;
 	unsigned int len = ev->param.conn.private_data_len;
+	unsigned int need = offsetof(struct wire_accept, nonce);
 
 	scan_pointers(wa, len, "accept private data");
-	if (!wa || len < sizeof(*wa) || le32toh(wa->magic) != WIRE_MAGIC ||
+	if (!wa || len < need || le32toh(wa->magic) != WIRE_MAGIC ||
 	    le16toh(wa->version) != WIRE_VERSION || !name_ok(wa->node)) {
 		violation(s, "bad accept private data (%u bytes)", len);
 		return;
@@ -604,12 +609,20 @@ static void check_accept(struct sess *s, struct rdma_cm_event *ev)
 		s->credits = le16toh(wa->recv_credits);
 	s->a_features = le32toh(wa->features);
 	memcpy(s->a_node, wa->node, NAME_MAX_);
-	memcpy(s->a_nonce, wa->nonce, NONCE_LEN);
 	if (s->a_features & ~F_KNOWN)
 		violation(s, "accept private data: unknown features %#x",
 			  s->a_features);
-	/* Nothing but zeros after the structure. */
-	for (; len > sizeof(*wa); len--)
+	if (s->a_features & F_AUTH) {
+		need = sizeof(*wa);
+		if (len < need) {
+			violation(s, "accept offers authentication without a nonce (%u bytes)",
+				  len);
+			return;
+		}
+		memcpy(s->a_nonce, wa->nonce, NONCE_LEN);
+	}
+	/* Nothing but zeros after what it says: no nonce without F_AUTH. */
+	for (; len > need; len--)
 		if (((const uint8_t *)wa)[len - 1]) {
 			violation(s, "accept private data: byte %u not zero", len - 1);
 			break;

@@ -314,6 +314,9 @@ TEST_F(wire, hello)
 /* The handshake's messages: exact sizes, as Documentation/wire-protocol.rst */
 TEST_F(wire, auth_sizes)
 {
+	/* version 1's 40 bytes, the features (44), the nonce (76) */
+	EXPECT_EQ(40, offsetof(struct kxfer_wire_accept, wa_features));
+	EXPECT_EQ(44, offsetof(struct kxfer_wire_accept, wa_nonce));
 	EXPECT_EQ(76, sizeof(struct kxfer_wire_accept));
 	EXPECT_EQ(88, sizeof(struct kxfer_msg_auth_challenge));
 	EXPECT_EQ(56, sizeof(struct kxfer_msg_auth_reply));
