@@ -17,6 +17,8 @@
 #   t_auth_rotation  a new secret on both sides while a session is up
 #   t_auth_hostile   hostile's handshake cases, and a supersede attempt
 #                    without the key (the old session stays) and with it
+#   t_auth_slow_keepalive  a stalled handshake ends after its 10 s while a
+#                    probes only every 600 s
 #   t_auth_leaks     no secret in traces, logs or netlink replies; cleanup
 
 AU_PORT=7100		# auth required, listener key kl
@@ -427,6 +429,28 @@ t_auth_hostile() {
 	busywait 30000 peer_state pa up
 	busywait 30000 peer_state pa4 up
 	barrier ah-done
+	return $rc
+}
+
+# A stalled handshake ends after its 10 s however long a's keepalive
+# interval is: the session timer wakes for the handshake's deadline, not
+# only to probe.  hostile's "silent" case (HELLO, then nothing) asserts
+# 9 to 14 s; with a probing every 600 s, the attempt's own 40 s deadline
+# would come first otherwise.
+t_auth_slow_keepalive() {
+	local rc=0 p=/sys/module/kxfer/parameters
+
+	if on_a; then
+		echo 600000 >$p/keepalive_timeout_ms
+		echo 600000 >$p/keepalive_ms
+		defer sh -c "echo 1000 >$p/keepalive_ms; echo 5000 >$p/keepalive_timeout_ms"
+		barrier ak-ready
+		barrier ak-done 60
+		return 0
+	fi
+	barrier ak-ready
+	hostile -p $AU_PORT -K "$KXFER_SHARED/auth-kl" auth silent || rc=1
+	barrier ak-done
 	return $rc
 }
 

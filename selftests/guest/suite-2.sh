@@ -776,6 +776,7 @@ ktest2 auth_keys t_auth_keys
 ktest2 auth_sessions t_auth_sessions
 ktest2 auth_rotation t_auth_rotation
 KTEST_TIMEOUT=400 ktest2 auth_hostile t_auth_hostile
+ktest2 auth_slow_keepalive t_auth_slow_keepalive
 ktest2 auth_leaks t_auth_leaks
 ktest2 partition t_partition
 ktest2 device_delete t_device_delete
