@@ -544,10 +544,20 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 			       const char **why)
 {
 	const struct kxfer_msg_hdr *h = buf;
+	int ret;
+
+	/* Nothing but the handshake until the peer authenticated. */
+	ret = kxfer_auth_gate(s, h->mh_type, why);
+	if (ret)
+		return ret < 0 ? ret : 0;
 
 	switch (h->mh_type) {
 	case KXFER_MSG_CREDIT:
 		return 0;
+	case KXFER_MSG_AUTH_CHALLENGE:
+	case KXFER_MSG_AUTH_REPLY:
+	case KXFER_MSG_AUTH_FAIL:
+		return kxfer_auth_recv(s, buf, why);
 	case KXFER_MSG_EXPORT_ADD:
 		return kxfer_rexport_add(s, buf, why);
 	case KXFER_MSG_EXPORT_DEL:
@@ -667,7 +677,12 @@ void kxfer_ctrl_process(struct kxfer_session *s)
 
 		if (cb->cb_is_imm) {
 			/* A WRITE_WITH_IMM: no message, no sequence number. */
-			ret = kxfer_notify_half(s, cb->cb_imm, NULL, &why);
+			ret = kxfer_auth_gate(s, 0, &why);
+			if (!ret)
+				ret = kxfer_notify_half(s, cb->cb_imm, NULL,
+							&why);
+			else if (ret > 0)
+				ret = 0;
 			goto done;
 		}
 		ib_dma_sync_single_for_cpu(ibdev, cb->cb_dma,

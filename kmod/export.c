@@ -71,6 +71,7 @@ int kxfer_export_create(const struct kxfer_export_args *args,
 		exp->ke_has_from = true;
 	}
 	exp->ke_access = args->access;
+	exp->ke_auth = args->auth;
 	exp->ke_file = args->file;
 	if (args->file)
 		exp->ke_pid = task_tgid_vnr(current);

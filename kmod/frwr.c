@@ -36,13 +36,19 @@ static void kxfer_mr_wc_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
- * Node names are claimed, not proven: an export scoped to addresses as
- * well ("from") is given only to sessions whose far end is there.
+ * Node names are claimed, not proven, unless the session proved the key
+ * of its name: an export scoped to addresses as well ("from") is given
+ * only to sessions whose far end is there, and one that requires
+ * authentication only to sessions that authenticated, and proved the
+ * key of the name it is scoped to if it is.
  */
 static bool kxfer_export_matches(struct kxfer_session *s,
 				 struct kxfer_export *exp)
 {
 	if (exp->ke_peer[0] && strcmp(exp->ke_peer, s->s_name))
+		return false;
+	if (exp->ke_auth == KXFER_AUTH_REQUIRED &&
+	    kxfer_auth_strength(s) < (exp->ke_peer[0] ? 2 : 1))
 		return false;
 	return !exp->ke_has_from ||
 	       kxfer_prefix_match(&exp->ke_from, (struct sockaddr *)&s->s_dst);

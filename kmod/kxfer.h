@@ -226,6 +226,8 @@ struct kxfer_prefix {
  * @ke_file: made through /dev/kxfer by the file that owns the pool
  *	(compared only), else %NULL (made by the administrator)
  * @ke_pid: with @ke_file, the maker's thread group id, for display
+ * @ke_auth: enum kxfer_auth_policy; REQUIRED: authenticated sessions
+ *	only, whose name was proven if @ke_peer names one
  */
 struct kxfer_export {
 	struct list_head	ke_node;
@@ -240,6 +242,7 @@ struct kxfer_export {
 	u64			ke_gen;
 	struct kxfer_file	*ke_file;
 	pid_t			ke_pid;
+	u32			ke_auth;
 };
 
 /**
@@ -252,6 +255,7 @@ struct kxfer_export {
  * @from: the addresses a peer must connect from, or %NULL for any
  * @access: KXFER_ACCESS_* bits
  * @file: the owning file of an export made through /dev/kxfer, or %NULL
+ * @auth: enum kxfer_auth_policy
  */
 struct kxfer_export_args {
 	const char			*name;
@@ -262,6 +266,7 @@ struct kxfer_export_args {
 	const struct kxfer_prefix	*from;
 	u32				access;
 	struct kxfer_file		*file;
+	u32				auth;
 };
 
 extern struct mutex kxfer_obj_mutex;
@@ -525,6 +530,67 @@ enum {
 	KXFER_SE_TX,		/* credits or send buffers came back */
 	KXFER_SE_REGS,		/* exports changed: register and advertise */
 	KXFER_SE_NOTIFY,	/* NOTIFY jobs wait to send their message */
+	KXFER_SE_SUPERSEDE,	/* authenticated: end older incarnations */
+};
+
+struct kxfer_key;
+struct crypto_shash;
+
+/*
+ * Authentications of one listener's sessions: the listener and every
+ * session it accepted hold a reference, so that a session counts its
+ * outcome without taking the listeners' lock.
+ */
+struct kxfer_auth_counts {
+	refcount_t	ac_ref;
+	atomic_t	ac_ok;
+	atomic_t	ac_failed;
+};
+
+/* Where a session's handshake is (auth.c); KXFER_AUTH_S_NONE if it has none. */
+enum kxfer_auth_state {
+	KXFER_AUTH_S_NONE,		/* no handshake: unauthenticated */
+	KXFER_AUTH_S_WAIT_HELLO,	/* acceptor: the connector's first word */
+	KXFER_AUTH_S_WAIT_REPLY,	/* connector: proved, waits for the proof */
+	KXFER_AUTH_S_OK,		/* authenticated */
+	KXFER_AUTH_S_REFUSED,		/* failed: last words sent, ending */
+};
+
+/**
+ * struct kxfer_sess_auth - a session's authentication (auth.c)
+ * @sa_key: connector: the key it proves (a user reference), or %NULL
+ * @sa_listen_key: acceptor: its listener's key name, "" for none
+ * @sa_counts: acceptor: its listener's counters (a reference)
+ * @sa_required: acceptor: its listener requires authentication
+ * @sa_offered: acceptor: KXFER_WIRE_F_AUTH was in its accept
+ * @sa_named: the key of this handshake is the one of the session's name
+ * @sa_state: enum kxfer_auth_state, per connection, under s_mutex
+ *	(read without it, READ_ONCE, by the session list's walkers)
+ * @sa_result: enum kxfer_peer_auth of the last handshake
+ * @sa_used: the key this connection proved, for display
+ * @sa_tfm: "hmac(sha256)" keyed with the secret, during the handshake
+ * @sa_start_ns: when the handshake began
+ * @sa_nonce: this side's nonce; @sa_peer_nonce the other's (a connector
+ *	has the acceptor's from the accept)
+ * @sa_why: the reason a refused handshake ends the session with
+ * @sa_failures: connector: handshakes that failed since peer add
+ */
+struct kxfer_sess_auth {
+	struct kxfer_key	*sa_key;
+	char			sa_listen_key[KXFER_NAME_MAX];
+	struct kxfer_auth_counts *sa_counts;
+	bool			sa_required;
+	bool			sa_offered;
+	bool			sa_named;
+	enum kxfer_auth_state	sa_state;
+	enum kxfer_peer_auth	sa_result;
+	char			sa_used[KXFER_NAME_MAX];
+	struct crypto_shash	*sa_tfm;
+	u64			sa_start_ns;
+	u8			sa_nonce[KXFER_AUTH_NONCE_LEN];
+	u8			sa_peer_nonce[KXFER_AUTH_NONCE_LEN];
+	const char		*sa_why;
+	unsigned int		sa_failures;
 };
 
 /**
@@ -618,6 +684,8 @@ struct kxfer_session {
 	int			s_fail_errno;
 	char			s_last_error[64];
 	int			s_last_errno;
+
+	struct kxfer_sess_auth	s_auth;
 };
 
 extern struct mutex kxfer_sess_mutex;
@@ -627,7 +695,7 @@ int kxfer_sessions_init(void);
 void kxfer_sessions_exit(void);
 int kxfer_peer_create(const char *name, const struct sockaddr_storage *dst,
 		      unsigned int nqps, unsigned int depth,
-		      struct netlink_ext_ack *extack);
+		      struct kxfer_key *key, struct netlink_ext_ack *extack);
 int kxfer_peer_delete(const char *name, struct netlink_ext_ack *extack);
 void kxfer_session_fail(struct kxfer_session *s, int err, const char *why);
 void kxfer_session_wc_failed(struct kxfer_session *s, const struct ib_wc *wc,
@@ -635,8 +703,11 @@ void kxfer_session_wc_failed(struct kxfer_session *s, const struct ib_wc *wc,
 void kxfer_sessions_device_removed(struct kxfer_device *kd);
 void kxfer_sessions_exports_changed(void);
 void kxfer_sessions_export_removed(struct kxfer_export *exp);
+struct kxfer_listener;
 int kxfer_session_accept(struct rdma_cm_id *id,
-			 const struct kxfer_wire_conn *conn, u32 remote_qpn);
+			 const struct kxfer_wire_conn *conn, u32 remote_qpn,
+			 const struct kxfer_listener *l);
+void kxfer_sessions_supersede_late(struct kxfer_session *new);
 void kxfer_sessions_stop_all(void);
 void kxfer_cm_id_reap(struct rdma_cm_id *id);
 int kxfer_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
@@ -680,6 +751,10 @@ const u8 *kxfer_sa_bytes(const struct sockaddr *sa, unsigned int *len);
  * @l_state: enum kxfer_listen_state
  * @l_allow: prefixes whose peers are accepted; none means all
  * @l_retry: re-binds after the device behind @l_addr went away
+ * @l_key: the key accepting sessions prove unless their node has its
+ *	own (a user reference), or %NULL
+ * @l_auth_required: only authenticated sessions are kept
+ * @l_counts: sessions that authenticated, handshakes that failed
  */
 struct kxfer_listener {
 	enum kxfer_cm_kind	l_kind;
@@ -694,6 +769,9 @@ struct kxfer_listener {
 	unsigned int		l_nallow;
 	struct kxfer_prefix	l_allow[KXFER_MAX_ALLOW];
 	struct delayed_work	l_retry;
+	struct kxfer_key	*l_key;
+	bool			l_auth_required;
+	struct kxfer_auth_counts *l_counts;
 };
 
 extern struct mutex kxfer_listen_mutex;
@@ -701,12 +779,77 @@ extern struct list_head kxfer_listeners;
 
 int kxfer_listen_create(const struct sockaddr_storage *addr,
 			const struct kxfer_prefix *allow, unsigned int nallow,
+			struct kxfer_key *key, bool auth_required,
 			struct netlink_ext_ack *extack);
 int kxfer_listen_delete(const struct sockaddr_storage *addr,
 			struct netlink_ext_ack *extack);
 void kxfer_listeners_device_removed(struct kxfer_device *kd);
 void kxfer_listeners_destroy_all(void);
 int kxfer_listener_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+
+/* ---------------------------------------------------------------------- */
+/* auth.c: keys, and the handshake that authenticates a session            */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * struct kxfer_key - a secret this node shares with another
+ * @k_node: on kxfer_keys, under kxfer_key_mutex
+ * @k_name: unique among keys
+ * @k_peer: listeners authenticate sessions from the node of this name
+ *	with this key; "" for none
+ * @k_users: listeners and connecting peers that name it; a key in use
+ *	cannot be deleted (taken under kxfer_key_mutex, dropped anywhere)
+ * @k_gen: 1, one more at each new secret
+ * @k_len: bytes of @k_secret
+ * @k_secret: never copied out but into a keyed transform, wiped on free
+ */
+struct kxfer_key {
+	struct list_head	k_node;
+	char			k_name[KXFER_NAME_MAX];
+	char			k_peer[KXFER_NAME_MAX];
+	atomic_t		k_users;
+	u32			k_gen;
+	unsigned int		k_len;
+	u8			k_secret[KXFER_KEY_MAX_LEN];
+};
+
+extern struct mutex kxfer_key_mutex;
+extern struct list_head kxfer_keys;
+extern u32 kxfer_incarnation;
+
+int kxfer_key_create(const char *name, const u8 *secret, unsigned int len,
+		     const char *peer, struct netlink_ext_ack *extack);
+int kxfer_key_set(const char *name, const u8 *secret, unsigned int len,
+		  struct netlink_ext_ack *extack);
+int kxfer_key_delete(const char *name, struct netlink_ext_ack *extack);
+struct kxfer_key *kxfer_key_get(const char *name,
+				struct netlink_ext_ack *extack);
+void kxfer_key_put(struct kxfer_key *key);
+void kxfer_keys_destroy_all(void);
+
+bool kxfer_auth_listener_refuses(const struct kxfer_listener *l,
+				 const u8 *node);
+void kxfer_auth_accept_init(struct kxfer_session *s,
+			    const struct kxfer_listener *l);
+unsigned int kxfer_auth_accept_fill(const struct kxfer_session *s,
+				    struct kxfer_wire_accept *wa);
+int kxfer_auth_accepted(struct kxfer_session *s,
+			const struct kxfer_wire_accept *wa, unsigned int len);
+void kxfer_auth_start(struct kxfer_session *s);
+bool kxfer_auth_ready(const struct kxfer_session *s);
+bool kxfer_auth_pending(const struct kxfer_session *s);
+int kxfer_auth_strength(const struct kxfer_session *s);
+bool kxfer_auth_named(const struct kxfer_session *s);
+int kxfer_auth_gate(struct kxfer_session *s, unsigned int type,
+		    const char **why);
+int kxfer_auth_recv(struct kxfer_session *s, const void *buf,
+		    const char **why);
+const char *kxfer_auth_expired(struct kxfer_session *s, u64 now);
+u64 kxfer_auth_time_left(const struct kxfer_session *s, u64 now);
+struct kxfer_auth_counts *kxfer_auth_counts_alloc(void);
+void kxfer_auth_counts_put(struct kxfer_auth_counts *c);
+void kxfer_auth_reset(struct kxfer_session *s);
+void kxfer_auth_release(struct kxfer_session *s);
 
 /* ---------------------------------------------------------------------- */
 /* chardev.c, job.c: /dev/kxfer and the jobs submitted through it          */

@@ -8,7 +8,9 @@
  * listener's allowed prefixes (all sources when the list is empty);
  * otherwise it is rejected with a reason the connector can read, and
  * the refusal is logged, rate-limited, since a remote can repeat it at
- * will.  A listener whose device goes away waits and binds again.
+ * will.  A listener that requires authentication refuses a node it
+ * holds no key for (auth.c authenticates the sessions it accepts).  A
+ * listener whose device goes away waits and binds again.
  */
 #include <linux/slab.h>
 #include <linux/in.h>
@@ -195,7 +197,12 @@ int kxfer_listener_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 				      "not in the allow list");
 		return 1;
 	}
-	ret = kxfer_session_accept(id, &conn, ev->param.conn.qp_num);
+	if (kxfer_auth_listener_refuses(l, conn.wc_node)) {
+		kxfer_listener_refuse(id, l, KXFER_REJ_AUTH,
+				      "authentication required, no key for that node");
+		return 1;
+	}
+	ret = kxfer_session_accept(id, &conn, ev->param.conn.qp_num, l);
 	if (ret) {
 		kxfer_listener_refuse(id, l, ret == -EXDEV ? KXFER_REJ_DEVICE :
 				      KXFER_REJ_BUSY, ret == -EUSERS ?
@@ -250,6 +257,10 @@ static void kxfer_listener_retry(struct work_struct *work)
  * @addr: local address and port
  * @allow: allowed source prefixes
  * @nallow: entries in @allow, 0 for any source
+ * @key: the key accepting sessions prove unless their node has its own
+ *	(kxfer_key_get()), or %NULL; the listener takes the reference, or
+ *	drops it on failure
+ * @auth_required: keep only sessions that authenticate
  * @extack: for the reason of a refusal
  *
  * Return: 0; %-EEXIST for an address already listened on; the error of
@@ -258,18 +269,27 @@ static void kxfer_listener_retry(struct work_struct *work)
  */
 int kxfer_listen_create(const struct sockaddr_storage *addr,
 			const struct kxfer_prefix *allow, unsigned int nallow,
+			struct kxfer_key *key, bool auth_required,
 			struct netlink_ext_ack *extack)
 {
 	struct kxfer_listener *l, *it;
 	int ret;
 
 	if (nallow > KXFER_MAX_ALLOW) {
+		kxfer_key_put(key);
 		NL_SET_ERR_MSG(extack, "too many allowed prefixes (16 at most)");
 		return -EINVAL;
 	}
 	l = kzalloc(sizeof(*l), GFP_KERNEL);
-	if (!l)
+	if (l)
+		l->l_counts = kxfer_auth_counts_alloc();
+	if (!l || !l->l_counts) {
+		kxfer_key_put(key);
+		kfree(l);
 		return -ENOMEM;
+	}
+	l->l_key = key;
+	l->l_auth_required = auth_required;
 	l->l_kind = KXFER_CM_LISTENER;
 	memcpy(&l->l_addr, addr, sizeof(l->l_addr));
 	memcpy(l->l_allow, allow, nallow * sizeof(*allow));
@@ -301,6 +321,8 @@ int kxfer_listen_create(const struct sockaddr_storage *addr,
 
 out_unlock:
 	mutex_unlock(&kxfer_listen_mutex);
+	kxfer_key_put(l->l_key);
+	kxfer_auth_counts_put(l->l_counts);
 	kfree(l);
 	return ret;
 }
@@ -310,6 +332,8 @@ static void kxfer_listener_destroy(struct kxfer_listener *l)
 	cancel_delayed_work_sync(&l->l_retry);
 	if (l->l_id)
 		rdma_destroy_id(l->l_id);
+	kxfer_key_put(l->l_key);
+	kxfer_auth_counts_put(l->l_counts);
 	kfree(l);
 }
 

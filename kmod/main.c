@@ -108,6 +108,7 @@ static void __exit kxfer_exit(void)
 	/* No open file remains (each holds a module reference). */
 	kxfer_listeners_destroy_all();
 	kxfer_sessions_stop_all();
+	kxfer_keys_destroy_all();
 	/* Jobs still referencing pools are freed by now. */
 	kxfer_jobs_flush();
 	kxfer_exports_destroy_all();

@@ -65,6 +65,7 @@ kxfer_export_new_policy[KXFER_A_EXPORT_MAX + 1] = {
 	[KXFER_A_EXPORT_PEER]	= { .type = NLA_NUL_STRING,
 				    .len = KXFER_NAME_MAX - 1 },
 	[KXFER_A_EXPORT_ACCESS]	= NLA_POLICY_MASK(NLA_U32, KXFER_ACCESS_ALL),
+	[KXFER_A_EXPORT_AUTH]	= NLA_POLICY_MAX(NLA_U32, KXFER_AUTH_REQUIRED),
 };
 
 static const struct nla_policy
@@ -77,6 +78,9 @@ static const struct nla_policy kxfer_listen_policy[KXFER_A_LISTEN_MAX + 1] = {
 	[KXFER_A_LISTEN_ADDR]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
 	[KXFER_A_LISTEN_PORT]	= NLA_POLICY_MIN(NLA_U16, 1),
 	[KXFER_A_LISTEN_ALLOW]	= NLA_POLICY_NESTED(kxfer_prefix_policy),
+	[KXFER_A_LISTEN_KEY]	= { .type = NLA_NUL_STRING,
+				    .len = KXFER_NAME_MAX - 1 },
+	[KXFER_A_LISTEN_AUTH]	= NLA_POLICY_MAX(NLA_U32, KXFER_AUTH_REQUIRED),
 };
 
 static const struct nla_policy kxfer_peer_new_policy[KXFER_A_PEER_MAX + 1] = {
@@ -86,10 +90,33 @@ static const struct nla_policy kxfer_peer_new_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_PORT]	= NLA_POLICY_MIN(NLA_U16, 1),
 	[KXFER_A_PEER_QPS]	= NLA_POLICY_RANGE(NLA_U32, 1, KXFER_MAX_QPS),
 	[KXFER_A_PEER_DEPTH]	= NLA_POLICY_RANGE(NLA_U32, 16, 16384),
+	[KXFER_A_PEER_KEY]	= { .type = NLA_NUL_STRING,
+				    .len = KXFER_NAME_MAX - 1 },
 };
 
 static const struct nla_policy kxfer_peer_name_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_NAME]	= { .type = NLA_NUL_STRING,
+				    .len = KXFER_NAME_MAX - 1 },
+};
+
+static const struct nla_policy kxfer_key_new_policy[KXFER_A_KEY_MAX + 1] = {
+	[KXFER_A_KEY_NAME]	= { .type = NLA_NUL_STRING,
+				    .len = KXFER_NAME_MAX - 1 },
+	[KXFER_A_KEY_SECRET]	= NLA_POLICY_RANGE(NLA_BINARY, KXFER_KEY_MIN_LEN,
+						   KXFER_KEY_MAX_LEN),
+	[KXFER_A_KEY_PEER]	= { .type = NLA_NUL_STRING,
+				    .len = KXFER_NAME_MAX - 1 },
+};
+
+static const struct nla_policy kxfer_key_set_policy[KXFER_A_KEY_MAX + 1] = {
+	[KXFER_A_KEY_NAME]	= { .type = NLA_NUL_STRING,
+				    .len = KXFER_NAME_MAX - 1 },
+	[KXFER_A_KEY_SECRET]	= NLA_POLICY_RANGE(NLA_BINARY, KXFER_KEY_MIN_LEN,
+						   KXFER_KEY_MAX_LEN),
+};
+
+static const struct nla_policy kxfer_key_name_policy[KXFER_A_KEY_MAX + 1] = {
+	[KXFER_A_KEY_NAME]	= { .type = NLA_NUL_STRING,
 				    .len = KXFER_NAME_MAX - 1 },
 };
 
@@ -539,6 +566,7 @@ static int kxfer_nl_fill_export(struct sk_buff *skb, struct kxfer_export *exp,
 	    (exp->ke_peer[0] &&
 	     nla_put_string(skb, KXFER_A_EXPORT_PEER, exp->ke_peer)) ||
 	    nla_put_u32(skb, KXFER_A_EXPORT_ACCESS, exp->ke_access) ||
+	    nla_put_u32(skb, KXFER_A_EXPORT_AUTH, exp->ke_auth) ||
 	    (exp->ke_file &&
 	     nla_put_u32(skb, KXFER_A_EXPORT_PID, exp->ke_pid)))
 		return -EMSGSIZE;
@@ -589,6 +617,8 @@ static int kxfer_nl_export_new_doit(struct sk_buff *skb,
 	args.peer = peer;
 	args.from = tb[KXFER_A_EXPORT_FROM] ? &from : NULL;
 	args.access = nla_get_u32(tb[KXFER_A_EXPORT_ACCESS]);
+	if (tb[KXFER_A_EXPORT_AUTH])
+		args.auth = nla_get_u32(tb[KXFER_A_EXPORT_AUTH]);
 	return kxfer_export_create(&args, pool, NULL, extack);
 }
 
@@ -704,12 +734,26 @@ static int kxfer_nl_sockaddr(const struct nlattr *addr, const struct nlattr *por
 	return 0;
 }
 
+/* An optional key named by attribute @attr, for a listener or a peer. */
+static struct kxfer_key *kxfer_nl_key(struct genl_info *info, int attr)
+{
+	const char *name;
+
+	if (!info->attrs[attr])
+		return NULL;
+	name = kxfer_nl_name(info, attr, info->extack);
+	if (IS_ERR(name))
+		return ERR_CAST(name);
+	return kxfer_key_get(name, info->extack);
+}
+
 static int kxfer_nl_listen_new_doit(struct sk_buff *skb,
 				    struct genl_info *info)
 {
 	struct kxfer_prefix *allow;
 	struct sockaddr_storage ss;
 	unsigned int nallow = 0;
+	struct kxfer_key *key;
 	struct nlattr *a;
 	int rem, ret;
 
@@ -737,7 +781,15 @@ static int kxfer_nl_listen_new_doit(struct sk_buff *skb,
 			goto out_free;
 		nallow++;
 	}
-	ret = kxfer_listen_create(&ss, allow, nallow, info->extack);
+	key = kxfer_nl_key(info, KXFER_A_LISTEN_KEY);
+	if (IS_ERR(key)) {
+		ret = PTR_ERR(key);
+		goto out_free;
+	}
+	ret = kxfer_listen_create(&ss, allow, nallow, key,
+				  info->attrs[KXFER_A_LISTEN_AUTH] &&
+				  nla_get_u32(info->attrs[KXFER_A_LISTEN_AUTH]) ==
+				  KXFER_AUTH_REQUIRED, info->extack);
 out_free:
 	kfree(allow);
 	return ret;
@@ -786,7 +838,15 @@ static int kxfer_nl_fill_listen(struct sk_buff *skb, struct kxfer_listener *l)
 	    nla_put_u32(skb, KXFER_A_LISTEN_ACCEPTED,
 			atomic_read(&l->l_accepted)) ||
 	    nla_put_u32(skb, KXFER_A_LISTEN_REJECTED,
-			atomic_read(&l->l_rejected)))
+			atomic_read(&l->l_rejected)) ||
+	    (l->l_key &&
+	     nla_put_string(skb, KXFER_A_LISTEN_KEY, l->l_key->k_name)) ||
+	    nla_put_u32(skb, KXFER_A_LISTEN_AUTH, l->l_auth_required ?
+			KXFER_AUTH_REQUIRED : KXFER_AUTH_OPTIONAL) ||
+	    nla_put_u32(skb, KXFER_A_LISTEN_AUTH_OK,
+			atomic_read(&l->l_counts->ac_ok)) ||
+	    nla_put_u32(skb, KXFER_A_LISTEN_AUTH_FAILED,
+			atomic_read(&l->l_counts->ac_failed)))
 		return -EMSGSIZE;
 	for (i = 0; i < l->l_nallow; i++)
 		if (kxfer_nl_put_prefix(skb, KXFER_A_LISTEN_ALLOW, &l->l_allow[i]))
@@ -824,6 +884,26 @@ static int kxfer_nl_listen_get_dumpit(struct sk_buff *skb,
 /* ---------------------------------------------------------------------- */
 /* Peers                                                                   */
 /* ---------------------------------------------------------------------- */
+
+/* Whether a session is authenticated, and with which key; never bytes. */
+static int kxfer_nl_put_peer_auth(struct sk_buff *skb, struct kxfer_session *s)
+{
+	const struct kxfer_sess_auth *a = &s->s_auth;
+	const char *key = NULL;
+
+	if (a->sa_key)
+		key = a->sa_key->k_name;
+	else if (a->sa_result == KXFER_PEER_AUTH_OK ||
+		 a->sa_result == KXFER_PEER_AUTH_SHARED)
+		key = a->sa_used;
+	if ((key && nla_put_string(skb, KXFER_A_PEER_KEY, key)) ||
+	    nla_put_u32(skb, KXFER_A_PEER_AUTH, a->sa_result))
+		return -EMSGSIZE;
+	if (s->s_role == KXFER_PEER_CONNECTOR &&
+	    nla_put_u32(skb, KXFER_A_PEER_AUTH_FAILURES, a->sa_failures))
+		return -EMSGSIZE;
+	return 0;
+}
 
 /*
  * A connector's attempts since it was last up and, while it waits to
@@ -871,7 +951,8 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 	    nla_put_u64_64bit(skb, KXFER_A_PEER_UP_NS, s->s_up_ns,
 			      KXFER_A_PEER_PAD) ||
 	    (s->s_remote_node[0] &&
-	     nla_put_string(skb, KXFER_A_PEER_REMOTE_NODE, s->s_remote_node)))
+	     nla_put_string(skb, KXFER_A_PEER_REMOTE_NODE, s->s_remote_node)) ||
+	    kxfer_nl_put_peer_auth(skb, s))
 		return -EMSGSIZE;
 	if (s->s_dev &&
 	    (nla_put_string(skb, KXFER_A_PEER_DEV,
@@ -919,6 +1000,7 @@ static int kxfer_nl_peer_new_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr **tb = info->attrs;
 	struct sockaddr_storage ss;
+	struct kxfer_key *key;
 	const char *name;
 	int ret;
 
@@ -931,12 +1013,15 @@ static int kxfer_nl_peer_new_doit(struct sk_buff *skb, struct genl_info *info)
 				&ss, info->extack);
 	if (ret)
 		return ret;
+	key = kxfer_nl_key(info, KXFER_A_PEER_KEY);
+	if (IS_ERR(key))
+		return PTR_ERR(key);
 	return kxfer_peer_create(name, &ss,
 				 tb[KXFER_A_PEER_QPS] ?
 				 nla_get_u32(tb[KXFER_A_PEER_QPS]) : 1,
 				 tb[KXFER_A_PEER_DEPTH] ?
 				 nla_get_u32(tb[KXFER_A_PEER_DEPTH]) : 0,
-				 info->extack);
+				 key, info->extack);
 }
 
 static int kxfer_nl_peer_del_doit(struct sk_buff *skb, struct genl_info *info)
@@ -1129,6 +1214,208 @@ static int kxfer_nl_stats_get_dumpit(struct sk_buff *skb,
 }
 
 /* ---------------------------------------------------------------------- */
+/* Keys                                                                    */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * The secret of a request, once copied into the key: wipe the request's
+ * own copy, so that nothing of it outlives the call in the socket buffer
+ * (and an error's echo of the request carries zeros).
+ */
+static void kxfer_nl_wipe_secret(struct genl_info *info)
+{
+	struct nlattr *nla = info->attrs[KXFER_A_KEY_SECRET];
+
+	if (nla)
+		memzero_explicit(nla_data(nla), nla_len(nla));
+}
+
+static int kxfer_nl_key_new_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr *secret = info->attrs[KXFER_A_KEY_SECRET];
+	const char *name, *peer = "";
+	int ret;
+
+	name = kxfer_nl_name(info, KXFER_A_KEY_NAME, info->extack);
+	if (IS_ERR(name)) {
+		ret = PTR_ERR(name);
+		goto out;
+	}
+	if (info->attrs[KXFER_A_KEY_PEER]) {
+		peer = kxfer_nl_name(info, KXFER_A_KEY_PEER, info->extack);
+		if (IS_ERR(peer)) {
+			ret = PTR_ERR(peer);
+			goto out;
+		}
+	}
+	ret = -EINVAL;
+	if (GENL_REQ_ATTR_CHECK(info, KXFER_A_KEY_SECRET))
+		goto out;
+	ret = kxfer_key_create(name, nla_data(secret), nla_len(secret), peer,
+			       info->extack);
+out:
+	kxfer_nl_wipe_secret(info);
+	return ret;
+}
+
+static int kxfer_nl_key_set_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr *secret = info->attrs[KXFER_A_KEY_SECRET];
+	const char *name;
+	int ret;
+
+	name = kxfer_nl_name(info, KXFER_A_KEY_NAME, info->extack);
+	if (IS_ERR(name)) {
+		ret = PTR_ERR(name);
+		goto out;
+	}
+	ret = -EINVAL;
+	if (GENL_REQ_ATTR_CHECK(info, KXFER_A_KEY_SECRET))
+		goto out;
+	ret = kxfer_key_set(name, nla_data(secret), nla_len(secret),
+			    info->extack);
+out:
+	kxfer_nl_wipe_secret(info);
+	return ret;
+}
+
+static int kxfer_nl_key_del_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	const char *name = kxfer_nl_name(info, KXFER_A_KEY_NAME, info->extack);
+
+	if (IS_ERR(name))
+		return PTR_ERR(name);
+	return kxfer_key_delete(name, info->extack);
+}
+
+/* What a reply says of a key: everything but its secret. */
+struct kxfer_nl_key_view {
+	char	name[KXFER_NAME_MAX];
+	char	peer[KXFER_NAME_MAX];
+	u32	gen;
+};
+
+/* The key called @name, or else the @idx-th; false if there is none. */
+static bool kxfer_nl_key_view(const char *name, long idx,
+			      struct kxfer_nl_key_view *v)
+{
+	struct kxfer_key *k;
+	bool found = false;
+
+	mutex_lock(&kxfer_key_mutex);
+	list_for_each_entry(k, &kxfer_keys, k_node) {
+		if (name ? strcmp(k->k_name, name) : idx--)
+			continue;
+		strscpy(v->name, k->k_name, sizeof(v->name));
+		strscpy(v->peer, k->k_peer, sizeof(v->peer));
+		v->gen = k->k_gen;
+		found = true;
+		break;
+	}
+	mutex_unlock(&kxfer_key_mutex);
+	return found;
+}
+
+/*
+ * One key: its name, the node it is bound to, its generation, and the
+ * listeners and connecting peers that name it (each under its own list's
+ * lock, never under kxfer_key_mutex, which nests inside both).
+ */
+static int kxfer_nl_fill_key(struct sk_buff *skb,
+			     const struct kxfer_nl_key_view *v)
+{
+	struct kxfer_listener *l;
+	struct kxfer_session *s;
+	struct nlattr *nest;
+	int ret = 0;
+
+	if (nla_put_string(skb, KXFER_A_KEY_NAME, v->name) ||
+	    (v->peer[0] && nla_put_string(skb, KXFER_A_KEY_PEER, v->peer)) ||
+	    nla_put_u32(skb, KXFER_A_KEY_GEN, v->gen))
+		return -EMSGSIZE;
+
+	mutex_lock(&kxfer_listen_mutex);
+	list_for_each_entry(l, &kxfer_listeners, l_node) {
+		if (!l->l_key || strcmp(l->l_key->k_name, v->name))
+			continue;
+		nest = nla_nest_start(skb, KXFER_A_KEY_LISTENER);
+		if (!nest || kxfer_nl_put_sockaddr(skb, KXFER_A_LISTEN_ADDR,
+						   KXFER_A_LISTEN_PORT,
+						   &l->l_addr)) {
+			ret = -EMSGSIZE;
+			break;
+		}
+		nla_nest_end(skb, nest);
+	}
+	mutex_unlock(&kxfer_listen_mutex);
+	if (ret)
+		return ret;
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		if (s->s_role != KXFER_PEER_CONNECTOR || !s->s_auth.sa_key ||
+		    strcmp(s->s_auth.sa_key->k_name, v->name))
+			continue;
+		if (nla_put_string(skb, KXFER_A_KEY_USER, s->s_name)) {
+			ret = -EMSGSIZE;
+			break;
+		}
+	}
+	mutex_unlock(&kxfer_sess_mutex);
+	return ret;
+}
+
+static int kxfer_nl_key_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct kxfer_nl_key_view v;
+	struct sk_buff *msg;
+	const char *name;
+	void *hdr;
+
+	name = kxfer_nl_name(info, KXFER_A_KEY_NAME, info->extack);
+	if (IS_ERR(name))
+		return PTR_ERR(name);
+	if (!kxfer_nl_key_view(name, 0, &v)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[KXFER_A_KEY_NAME],
+				    "no such key");
+		return -ENOENT;
+	}
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(msg, info, &kxfer_genl_family, 0,
+				KXFER_CMD_KEY_GET);
+	if (!hdr || kxfer_nl_fill_key(msg, &v)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+}
+
+static int kxfer_nl_key_get_dumpit(struct sk_buff *skb,
+				   struct netlink_callback *cb)
+{
+	struct kxfer_nl_key_view v;
+	void *hdr;
+
+	while (kxfer_nl_key_view(NULL, cb->args[0], &v)) {
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				  cb->nlh->nlmsg_seq, &kxfer_genl_family,
+				  NLM_F_MULTI, KXFER_CMD_KEY_GET);
+		if (!hdr)
+			break;
+		if (kxfer_nl_fill_key(skb, &v)) {
+			genlmsg_cancel(skb, hdr);
+			break;
+		}
+		genlmsg_end(skb, hdr);
+		cb->args[0]++;
+	}
+	return skb->len;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Family                                                                  */
 /* ---------------------------------------------------------------------- */
 
@@ -1229,6 +1516,34 @@ static const struct genl_ops kxfer_nl_ops[] = {
 		.dumpit	= kxfer_nl_stats_get_dumpit,
 		.policy	= kxfer_peer_name_policy,
 		.maxattr = KXFER_A_PEER_MAX,
+	},
+	{
+		.cmd	= KXFER_CMD_KEY_NEW,
+		.doit	= kxfer_nl_key_new_doit,
+		.policy	= kxfer_key_new_policy,
+		.maxattr = KXFER_A_KEY_MAX,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= KXFER_CMD_KEY_SET,
+		.doit	= kxfer_nl_key_set_doit,
+		.policy	= kxfer_key_set_policy,
+		.maxattr = KXFER_A_KEY_MAX,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= KXFER_CMD_KEY_DEL,
+		.doit	= kxfer_nl_key_del_doit,
+		.policy	= kxfer_key_name_policy,
+		.maxattr = KXFER_A_KEY_MAX,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= KXFER_CMD_KEY_GET,
+		.doit	= kxfer_nl_key_get_doit,
+		.dumpit	= kxfer_nl_key_get_dumpit,
+		.policy	= kxfer_key_name_policy,
+		.maxattr = KXFER_A_KEY_MAX,
 	},
 };
 

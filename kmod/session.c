@@ -42,7 +42,7 @@ MODULE_PARM_DESC(node_name, "This node's name in sessions (default: host name)")
  * Told to listeners on connect: a listener that sees a node come back
  * with another incarnation knows the old one's sessions are dead.
  */
-static u32 kxfer_incarnation;
+u32 kxfer_incarnation;
 
 unsigned int kxfer_keepalive_ms = 1000;
 module_param_named(keepalive_ms, kxfer_keepalive_ms, uint, 0644);
@@ -114,6 +114,7 @@ static void kxfer_session_release(struct kref *ref)
 	struct kxfer_session *s = container_of(ref, struct kxfer_session,
 					       s_ref);
 
+	kxfer_auth_release(s);
 	mutex_destroy(&s->s_mutex);
 	kfree(s);
 }
@@ -483,6 +484,7 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 	s->s_got_sync = false;
 	s->s_got_hello = false;
 	s->s_peer_features = 0;
+	kxfer_auth_reset(s);
 	/* Handlers of the destroyed ids may have left bits behind. */
 	clear_bit(KXFER_SE_RX, &s->s_events);
 	clear_bit(KXFER_SE_TX, &s->s_events);
@@ -667,6 +669,8 @@ static void kxfer_session_down(struct kxfer_session *s)
 /* Caller holds s_mutex.  All QPs are connected: start the control channel. */
 static void kxfer_session_ctrl_start(struct kxfer_session *s)
 {
+	u64 now;
+
 	s->s_ctrl_up = true;
 	/* First of all: tell a newer acceptor what we speak too. */
 	if (s->s_role == KXFER_PEER_CONNECTOR && s->s_peer_features) {
@@ -677,10 +681,15 @@ static void kxfer_session_ctrl_start(struct kxfer_session *s)
 		kxfer_ctrl_send(s, KXFER_MSG_HELLO, &h.mo_features,
 				sizeof(h) - sizeof(h.mo_hdr));
 	}
-	s->s_last_rx_ns = kxfer_now_ns();
+	/* Then prove who we are, before any export goes either way. */
+	kxfer_auth_start(s);
+	now = kxfer_now_ns();
+	s->s_last_rx_ns = now;
 	set_bit(KXFER_SE_REGS, &s->s_events);
+	/* The handshake's deadline, too, comes before the attempt's. */
 	kxfer_session_timer_in(s, kxfer_keepalive_ms / 2,
-			       kxfer_session_time_left(s, s->s_last_rx_ns));
+			       min(kxfer_session_time_left(s, now),
+				   kxfer_auth_time_left(s, now)));
 }
 
 static void kxfer_session_work(struct work_struct *work)
@@ -737,7 +746,9 @@ static void kxfer_session_work(struct work_struct *work)
 		kxfer_ctrl_process(s);
 	if (test_bit(KXFER_SE_FAIL, &s->s_events))
 		goto out_unlock;
-	if (test_and_clear_bit(KXFER_SE_REGS, &s->s_events)) {
+	/* Nothing is advertised to a peer that has yet to authenticate. */
+	if (kxfer_auth_ready(s) &&
+	    test_and_clear_bit(KXFER_SE_REGS, &s->s_events)) {
 		ret = kxfer_regs_sync(s);
 		if (ret) {
 			kxfer_session_fail(s, ret, "export registration failed");
@@ -766,6 +777,8 @@ static void kxfer_session_work(struct work_struct *work)
 	}
 out_unlock:
 	mutex_unlock(&s->s_mutex);
+	if (test_and_clear_bit(KXFER_SE_SUPERSEDE, &s->s_events))
+		kxfer_sessions_supersede_late(s);
 }
 
 /* Keepalive while connected, reconnect while down. */
@@ -774,6 +787,7 @@ static void kxfer_session_timer(struct work_struct *work)
 	struct kxfer_session *s = container_of(to_delayed_work(work),
 					       struct kxfer_session, s_timer);
 	u64 now, last, idle, left;
+	const char *why;
 
 	mutex_lock(&s->s_mutex);
 	/*
@@ -793,10 +807,21 @@ static void kxfer_session_timer(struct work_struct *work)
 		break;
 	case KXFER_PEER_CONNECTING:
 	case KXFER_PEER_UP:
+		/*
+		 * A handshake out of time first: its reason says more than the
+		 * attempt's deadline, which comes later.
+		 */
+		why = s->s_ctrl_up ? kxfer_auth_expired(s, now) : NULL;
+		if (why) {
+			kxfer_session_fail(s, -EACCES, why);
+			break;
+		}
 		/* Failed: s_work tears down and schedules the next attempt. */
 		left = kxfer_session_deadline(s, now);
 		if (!left)
 			break;
+		if (s->s_ctrl_up)
+			left = min(left, kxfer_auth_time_left(s, now));
 		if (!s->s_ctrl_up) {
 			kxfer_session_timer_in(s, kxfer_keepalive_ms, left);
 			break;
@@ -934,6 +959,8 @@ static const char *kxfer_reject_why(struct rdma_cm_id *id,
 			return "rejected: peer busy";
 		case KXFER_REJ_DEVICE:
 			return "rejected: QPs on two devices";
+		case KXFER_REJ_AUTH:
+			return "rejected: authentication required, no key for us there";
 		default:
 			return "rejected: malformed request";
 		}
@@ -948,7 +975,9 @@ static int kxfer_qp_established(struct kxfer_qp *qp, struct rdma_cm_event *ev)
 	const struct kxfer_wire_accept *wa = ev->param.conn.private_data;
 	unsigned long flags;
 
-	qp->q_remote_qpn = ev->param.conn.qp_num;
+	/* An acceptor's ESTABLISHED (RTU) carries none: it kept the REQ's. */
+	if (ev->param.conn.qp_num)
+		qp->q_remote_qpn = ev->param.conn.qp_num;
 	if (s->s_role != KXFER_PEER_CONNECTOR || qp->q_index)
 		return 0;
 	if (!wa || ev->param.conn.private_data_len <
@@ -961,9 +990,14 @@ static int kxfer_qp_established(struct kxfer_qp *qp, struct rdma_cm_event *ev)
 		return -EPROTO;
 	spin_lock_irqsave(&s->s_lock, flags);
 	/* Zero from an acceptor that predates it: the CM pads with zeros. */
-	if (ev->param.conn.private_data_len >= sizeof(*wa))
+	if (ev->param.conn.private_data_len >= offsetofend(typeof(*wa),
+							  wa_features))
 		s->s_peer_features = le32_to_cpu(wa->wa_features) &
 				     READ_ONCE(kxfer_wire_features);
+	if (kxfer_auth_accepted(s, wa, ev->param.conn.private_data_len)) {
+		spin_unlock_irqrestore(&s->s_lock, flags);
+		return -EPROTO;
+	}
 	s->s_credits = le16_to_cpu(wa->wa_recv_credits);
 	s->s_credits_max = s->s_credits;
 	memcpy(s->s_remote_node, wa->wa_node, sizeof(s->s_remote_node));
@@ -1059,8 +1093,11 @@ static bool kxfer_same_host(const struct sockaddr_storage *a,
  * node that does not tell its incarnation (0) supersedes nothing, and a
  * name claimed from another address is not enough.  It takes one
  * connect request: whoever can send from that address can do it, as they
- * could break the node's RoCE traffic anyway.  Caller holds
- * kxfer_sess_mutex; @new is not on the list yet.
+ * could break the node's RoCE traffic anyway, unless the sessions it
+ * would end are authenticated: then it must have proven as much as they
+ * did (auth.c), and a session that authenticates supersedes only once
+ * it has (kxfer_sessions_supersede_late()).  Caller holds
+ * kxfer_sess_mutex.
  */
 static void kxfer_sessions_supersede(struct kxfer_session *new)
 {
@@ -1073,10 +1110,27 @@ static void kxfer_sessions_supersede(struct kxfer_session *new)
 		if (s->s_role != KXFER_PEER_ACCEPTOR || !s->s_incarnation ||
 		    s->s_incarnation == new->s_incarnation ||
 		    strcmp(s->s_remote_node, new->s_remote_node) ||
-		    !kxfer_same_host(&s->s_dst, &new->s_dst))
+		    !kxfer_same_host(&s->s_dst, &new->s_dst) ||
+		    kxfer_auth_strength(s) > kxfer_auth_strength(new))
 			continue;
 		kxfer_session_fail(s, -ECONNRESET, "the peer restarted");
 	}
+}
+
+/**
+ * kxfer_sessions_supersede_late - supersede once authentication decided
+ * @new: an accepting session whose handshake decided
+ *
+ * Now it may end its node's older incarnations.  Called from its s_work
+ * with no session lock held.
+ */
+void kxfer_sessions_supersede_late(struct kxfer_session *new)
+{
+	mutex_lock(&kxfer_sess_mutex);
+	if (!list_empty(&new->s_node) &&
+	    !test_bit(KXFER_SE_FAIL, &new->s_events))
+		kxfer_sessions_supersede(new);
+	mutex_unlock(&kxfer_sess_mutex);
 }
 
 /*
@@ -1096,7 +1150,7 @@ static bool kxfer_too_many_half_open(const struct sockaddr_storage *src)
 	list_for_each_entry(s, &kxfer_sessions, s_node)
 		if (s->s_role == KXFER_PEER_ACCEPTOR &&
 		    READ_ONCE(s->s_state) == KXFER_PEER_CONNECTING &&
-		    !READ_ONCE(s->s_ctrl_up) &&
+		    (!READ_ONCE(s->s_ctrl_up) || kxfer_auth_pending(s)) &&
 		    !test_bit(KXFER_SE_FAIL, &s->s_events) &&
 		    kxfer_same_host(&s->s_dst, src))
 			n++;
@@ -1108,6 +1162,7 @@ static bool kxfer_too_many_half_open(const struct sockaddr_storage *src)
  * @id: the new cm_id, in its CONNECT_REQUEST handler
  * @conn: its private data, already checked
  * @remote_qpn: the connecting QP's number
+ * @l: the listener, whose authentication policy a new session takes
  *
  * Finds or makes the accepting session for (node, session id), builds
  * the QP and accepts.  Called from the rdma_cm handler of the listener
@@ -1119,7 +1174,8 @@ static bool kxfer_too_many_half_open(const struct sockaddr_storage *src)
  * has max_half_open sessions connecting already.
  */
 int kxfer_session_accept(struct rdma_cm_id *id,
-			 const struct kxfer_wire_conn *conn, u32 remote_qpn)
+			 const struct kxfer_wire_conn *conn, u32 remote_qpn,
+			 const struct kxfer_listener *l)
 {
 	u64 sid = le64_to_cpu(conn->wc_session_id);
 	unsigned int idx = conn->wc_qp_index;
@@ -1153,7 +1209,9 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 		s->s_state = KXFER_PEER_CONNECTING;
 		s->s_start_ns = kxfer_now_ns();
 		memcpy(&s->s_dst, &id->route.addr.dst_addr, sizeof(s->s_dst));
-		kxfer_sessions_supersede(s);
+		kxfer_auth_accept_init(s, l);
+		if (!kxfer_auth_pending(s))
+			kxfer_sessions_supersede(s);
 		list_add_tail(&s->s_node, &kxfer_sessions);
 		kxfer_session_timer_in(s, kxfer_keepalive_ms,
 				       kxfer_session_time_left(s, s->s_start_ns));
@@ -1179,13 +1237,20 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 		s->s_credits_max = s->s_credits;
 	}
 
+	/*
+	 * Version 1's 40 bytes, then wa_features (44 bytes in all), then,
+	 * only for a session we authenticate, wa_nonce (76): an IB CM REP
+	 * leaves 196 bytes to the consumer, MPA (iWARP) more.
+	 */
+	BUILD_BUG_ON(offsetof(struct kxfer_wire_accept, wa_features) != 40);
+	BUILD_BUG_ON(offsetof(struct kxfer_wire_accept, wa_nonce) != 44);
+	BUILD_BUG_ON(sizeof(wa) != 76);
+	BUILD_BUG_ON(sizeof(wa) > 196);
 	wa.wa_magic = cpu_to_le32(KXFER_WIRE_MAGIC);
 	wa.wa_version = cpu_to_le16(KXFER_WIRE_VERSION);
 	wa.wa_recv_credits = cpu_to_le16(KXFER_CTRL_RECVS);
-	wa.wa_features = cpu_to_le32(READ_ONCE(kxfer_wire_features) &
-				     KXFER_WIRE_FEATURES);
 	strscpy(wa.wa_node, kxfer_node_name, sizeof(wa.wa_node));
-	kxfer_conn_param(s, &param, &wa, sizeof(wa));
+	kxfer_conn_param(s, &param, &wa, kxfer_auth_accept_fill(s, &wa));
 	/* Events for this id come to the QP from now on. */
 	id->context = qp;
 	rdma_set_ack_timeout(id, KXFER_ACK_TIMEOUT);
@@ -1222,24 +1287,30 @@ out_unlock:
  * @dst: the remote listener's address and port
  * @nqps: QPs, 1..KXFER_MAX_QPS
  * @depth: send queue depth per QP, or 0 for the default
+ * @key: the key the session proves (kxfer_key_get()), or %NULL; the
+ *	session takes the reference, or drops it on failure
  * @extack: for the reason of a refusal
  *
  * Return: 0, %-EEXIST, %-EINVAL or %-ENOMEM.  May sleep.
  */
 int kxfer_peer_create(const char *name, const struct sockaddr_storage *dst,
 		      unsigned int nqps, unsigned int depth,
-		      struct netlink_ext_ack *extack)
+		      struct kxfer_key *key, struct netlink_ext_ack *extack)
 {
 	struct kxfer_session *s, *it;
 
 	if (!nqps || nqps > KXFER_MAX_QPS) {
+		kxfer_key_put(key);
 		NL_SET_ERR_MSG(extack, "qps must be 1 to 16");
 		return -EINVAL;
 	}
 	s = kxfer_session_alloc(name, KXFER_PEER_CONNECTOR, nqps,
 				depth ?: kxfer_default_depth);
-	if (!s)
+	if (!s) {
+		kxfer_key_put(key);
 		return -ENOMEM;
+	}
+	s->s_auth.sa_key = key;
 	memcpy(&s->s_dst, dst, sizeof(s->s_dst));
 
 	mutex_lock(&kxfer_sess_mutex);

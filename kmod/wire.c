@@ -151,6 +151,82 @@ static int kxfer_wire_check_export(const struct kxfer_msg_export *m,
 	return 0;
 }
 
+static bool kxfer_wire_zero(const __u8 *p, unsigned int n)
+{
+	while (n--)
+		if (*p++)
+			return false;
+	return true;
+}
+
+/*
+ * The handshake's messages: exact lengths, zero padding, known flags, and
+ * without KXFER_AUTH_F_KEY nothing but zeros where a key would matter.
+ */
+static int kxfer_wire_check_auth(const void *buf, unsigned int len,
+				 const char **why)
+{
+	const struct kxfer_msg_hdr *h = buf;
+	const struct kxfer_msg_auth_challenge *ac = buf;
+	const struct kxfer_msg_auth_reply *ar = buf;
+	const struct kxfer_msg_auth_fail *af = buf;
+	__u32 flags;
+
+	switch (h->mh_type) {
+	case KXFER_MSG_AUTH_CHALLENGE:
+		if (len != sizeof(*ac))
+			break;
+		if (ac->ac_pad) {
+			*why = "non-zero padding";
+			return -EINVAL;
+		}
+		flags = le32_to_cpu(ac->ac_flags);
+		if (flags & ~KXFER_AUTH_F_KEY) {
+			*why = "unknown authentication flags";
+			return -EINVAL;
+		}
+		if (!(flags & KXFER_AUTH_F_KEY) &&
+		    (!kxfer_wire_zero(ac->ac_nonce, sizeof(ac->ac_nonce)) ||
+		     !kxfer_wire_zero(ac->ac_mac, sizeof(ac->ac_mac)))) {
+			*why = "nonce or proof without a key";
+			return -EINVAL;
+		}
+		return 0;
+	case KXFER_MSG_AUTH_REPLY:
+		if (len != sizeof(*ar))
+			break;
+		if (ar->ar_pad) {
+			*why = "non-zero padding";
+			return -EINVAL;
+		}
+		flags = le32_to_cpu(ar->ar_flags);
+		if (flags & ~KXFER_AUTH_F_KEY) {
+			*why = "unknown authentication flags";
+			return -EINVAL;
+		}
+		if (!(flags & KXFER_AUTH_F_KEY) &&
+		    !kxfer_wire_zero(ar->ar_mac, sizeof(ar->ar_mac))) {
+			*why = "nonce or proof without a key";
+			return -EINVAL;
+		}
+		return 0;
+	case KXFER_MSG_AUTH_FAIL:
+		if (len != sizeof(*af))
+			break;
+		if (af->af_pad) {
+			*why = "non-zero padding";
+			return -EINVAL;
+		}
+		if (!af->af_reason) {
+			*why = "authentication failure without a reason";
+			return -EINVAL;
+		}
+		return 0;
+	}
+	*why = "wrong length for the message type";
+	return -EINVAL;
+}
+
 /**
  * kxfer_wire_check - check a received control message
  * @buf: the receive buffer
@@ -244,6 +320,10 @@ int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
 			return -EINVAL;
 		}
 		return 0;
+	case KXFER_MSG_AUTH_CHALLENGE:
+	case KXFER_MSG_AUTH_REPLY:
+	case KXFER_MSG_AUTH_FAIL:
+		return kxfer_wire_check_auth(buf, len, why);
 	case KXFER_MSG_NOTIFY_DESC: {
 		const struct kxfer_msg_notify_desc *nd = buf;
 

@@ -38,11 +38,16 @@ struct kxfer_wire_conn {
 	__le32	wc_incarnation;	/* random per module load, 0: not told */
 };
 
+#define KXFER_AUTH_NONCE_LEN	32
+#define KXFER_AUTH_MAC_LEN	32	/* HMAC-SHA256 */
+
 /*
- * rdma_accept() private data: the acceptor's identity, and what it
- * speaks beyond version 1 (KXFER_WIRE_F_*).  An older acceptor sends no
- * wa_features: the CM pads the reply's private data with zeros, so it
- * reads as none.
+ * rdma_accept() private data: the acceptor's identity, what it speaks
+ * beyond version 1 (KXFER_WIRE_F_*) and, for a session it authenticates,
+ * its nonce.  It sends wa_nonce only then (76 bytes; else 44, as a kxfer
+ * without authentication does).  An older acceptor sends neither
+ * wa_features nor wa_nonce: the IB CM pads the reply's private data with
+ * zeros, so they read as none.
  */
 struct kxfer_wire_accept {
 	__le32	wa_magic;
@@ -50,6 +55,8 @@ struct kxfer_wire_accept {
 	__le16	wa_recv_credits;
 	__u8	wa_node[KXFER_WIRE_NAME_MAX];
 	__le32	wa_features;
+	/* random, with KXFER_WIRE_F_AUTH only; the same on every QP */
+	__u8	wa_nonce[KXFER_AUTH_NONCE_LEN];
 };
 
 /*
@@ -60,7 +67,14 @@ struct kxfer_wire_accept {
  * said it speaks it.
  */
 #define KXFER_WIRE_F_NOTIFY_MSG	(1U << 0)	/* KXFER_MSG_NOTIFY_MSG */
-#define KXFER_WIRE_FEATURES	KXFER_WIRE_F_NOTIFY_MSG
+/*
+ * The KXFER_MSG_AUTH_* handshake.  An acceptor sets it in its accept,
+ * with a nonce, only for a session it will authenticate (it holds a key
+ * for the connector's node, or its listener requires authentication);
+ * the connector then answers with a HELLO that has it and a CHALLENGE.
+ */
+#define KXFER_WIRE_F_AUTH	(1U << 1)
+#define KXFER_WIRE_FEATURES	(KXFER_WIRE_F_NOTIFY_MSG | KXFER_WIRE_F_AUTH)
 
 /* rdma_reject() private data: why. */
 struct kxfer_wire_reject {
@@ -74,6 +88,7 @@ enum kxfer_reject_reason {
 	KXFER_REJ_NOT_ALLOWED,		/* source outside the allow list */
 	KXFER_REJ_BUSY,			/* no resources, or a duplicate */
 	KXFER_REJ_DEVICE,		/* QPs of one session on two devices */
+	KXFER_REJ_AUTH,			/* authentication required, no key */
 };
 
 /* Control messages: SEND/RECV on QP 0 of a session. */
@@ -88,6 +103,9 @@ enum kxfer_msg_type {
 	KXFER_MSG_NOTIFY_DESC,		/* what a WRITE_WITH_IMM notifies */
 	KXFER_MSG_HELLO,		/* the connector's features */
 	KXFER_MSG_NOTIFY_MSG,		/* a NOTIFY with the sender's bytes */
+	KXFER_MSG_AUTH_CHALLENGE,	/* connector: its nonce and proof */
+	KXFER_MSG_AUTH_REPLY,		/* acceptor: its proof */
+	KXFER_MSG_AUTH_FAIL,		/* either: why it ends the session */
 	__KXFER_MSG_MAX,
 };
 
@@ -177,6 +195,85 @@ struct kxfer_msg_hello {
 	struct kxfer_msg_hdr	mo_hdr;
 	__le32	mo_features;	/* unknown bits are ignored */
 	__le32	mo_pad;		/* 0 */
+};
+
+/*
+ * Authentication (KXFER_WIRE_F_AUTH): each side proves that it holds the
+ * secret both share with HMAC-SHA256 over struct kxfer_wire_auth_mac, so
+ * that a proof holds for one session only.  The connector proves first,
+ * answering the acceptor's nonce of the accept, so that an acceptor
+ * gives its proof to no one who has not proven the key.  Before the
+ * handshake ends, only CREDIT, KEEPALIVE, KEEPALIVE_ACK, HELLO and these
+ * messages may be sent; no export is advertised
+ * (Documentation/wire-protocol.rst).
+ */
+#define KXFER_AUTH_F_KEY	(1U << 0)	/* the sender holds a key */
+
+/*
+ * The connector's first message after its HELLO: its nonce, and its
+ * proof for the acceptor's nonce.  Without KXFER_AUTH_F_KEY (it holds no
+ * key for this peer), zeros.
+ */
+struct kxfer_msg_auth_challenge {
+	struct kxfer_msg_hdr	ac_hdr;
+	__le32	ac_flags;		/* KXFER_AUTH_F_KEY or 0 */
+	__le32	ac_pad;			/* 0 */
+	__u8	ac_nonce[KXFER_AUTH_NONCE_LEN];
+	__u8	ac_mac[KXFER_AUTH_MAC_LEN];
+};
+
+/*
+ * The acceptor's answer, once it checked the connector's proof: with
+ * KXFER_AUTH_F_KEY, its own proof; without (the session goes on
+ * unauthenticated), zeros.
+ */
+struct kxfer_msg_auth_reply {
+	struct kxfer_msg_hdr	ar_hdr;
+	__le32	ar_flags;		/* KXFER_AUTH_F_KEY or 0 */
+	__le32	ar_pad;			/* 0 */
+	__u8	ar_mac[KXFER_AUTH_MAC_LEN];
+};
+
+enum kxfer_auth_fail_reason {
+	KXFER_AUTH_FAIL_MAC = 1,	/* your proof does not match my key */
+	KXFER_AUTH_FAIL_NO_KEY,		/* I hold no key for you, and need one */
+	KXFER_AUTH_FAIL_NEED_KEY,	/* you hold no key, and I need one */
+};
+
+/* Either side's last message: why it ends the session. */
+struct kxfer_msg_auth_fail {
+	struct kxfer_msg_hdr	af_hdr;
+	__le32	af_reason;		/* enum kxfer_auth_fail_reason, not 0 */
+	__le32	af_pad;			/* 0 */
+};
+
+#define KXFER_AUTH_LABEL	"kxfer auth v1"
+enum {
+	KXFER_AUTH_ROLE_ACCEPTOR = 1,	/* the proof in AUTH_REPLY */
+	KXFER_AUTH_ROLE_CONNECTOR,	/* the proof in AUTH_CHALLENGE */
+};
+
+/*
+ * What a proof is the HMAC-SHA256 of, keyed with the secret: never sent,
+ * built by both sides from what they know of the session.  The nonces
+ * make it fresh, the role keeps one side's proof from serving as the
+ * other's, and the names, session id, incarnation and QP numbers bind it
+ * to this one session: a proof seen on one session is worth nothing on
+ * another.
+ */
+struct kxfer_wire_auth_mac {
+	__u8	am_label[16];		/* KXFER_AUTH_LABEL, NUL-padded */
+	__le32	am_role;		/* KXFER_AUTH_ROLE_* */
+	__le32	am_nqps;		/* the session's QP count */
+	__le64	am_session_id;		/* wc_session_id */
+	__le32	am_incarnation;		/* the connector's wc_incarnation */
+	__le32	am_pad;			/* 0 */
+	__u8	am_cnonce[KXFER_AUTH_NONCE_LEN];	/* ac_nonce */
+	__u8	am_anonce[KXFER_AUTH_NONCE_LEN];	/* wa_nonce */
+	__u8	am_cnode[KXFER_WIRE_NAME_MAX];	/* wc_node */
+	__u8	am_anode[KXFER_WIRE_NAME_MAX];	/* wa_node */
+	/* [i][0] the connector's QP number of QP i, [i][1] the acceptor's */
+	__le32	am_qpn[KXFER_MAX_QPS][2];	/* 0 past am_nqps */
 };
 
 struct kxfer_msg_keepalive {

@@ -14,9 +14,12 @@
  * change made without CAP_NET_ADMIN, exactly EOPNOTSUPP for unknown
  * commands; every reply is well formed (attribute lengths and types of
  * the command's attribute set, nests included) and holds no value that
- * looks like a kernel address.  Objects the fuzzer creates are named
- * "nz..." (listeners: on the addresses it picks); --cleanup removes
- * them and checks that what is left is what was there before.
+ * looks like a kernel address, and no key's secret: every secret the
+ * fuzzer gives (key-new, key-set) is looked for in every reply, and in
+ * the request a refusal of the module's echoes back (wiped by then).
+ * Objects the fuzzer creates are named "nz..." (listeners: on the
+ * addresses it picks); --cleanup removes them and checks that what is
+ * left is what was there before.
  *
  * Exit status 0 when all held, 1 otherwise (the seed and the message
  * are printed), 2 usage.
@@ -101,12 +104,15 @@ static void fail(const char *fmt, ...)
 /* What the family looks like                                              */
 /* ---------------------------------------------------------------------- */
 
-/* T_S64: a signed 64-bit value, which may be negative: no pointer check */
+/*
+ * T_S64: a signed 64-bit value, which may be negative: no pointer check.
+ * T_SECRET: a key's secret, which replies never carry.
+ */
 enum t { T_NONE, T_U8, T_U16, T_U32, T_S32, T_U64, T_S64, T_STR, T_BIN,
-	 T_NEST, T_PAD };
+	 T_NEST, T_PAD, T_SECRET };
 
 enum aset { S_DEV, S_PORT, S_POOL, S_CHUNK, S_POOLDEV, S_EXPORT, S_LISTEN,
-	    S_PREFIX, S_PEER, S_QP, S_REXP, S_STATS, S_NSETS };
+	    S_PREFIX, S_PEER, S_QP, S_REXP, S_STATS, S_KEY, S_NSETS };
 
 struct attr {
 	enum t		type;
@@ -177,6 +183,7 @@ static const struct attr a_export[] = {
 	[KXFER_A_EXPORT_PAD] = { T_PAD },
 	[KXFER_A_EXPORT_FROM] = { T_NEST, S_PREFIX },
 	[KXFER_A_EXPORT_PID] = { T_U32 },
+	[KXFER_A_EXPORT_AUTH] = { T_U32 },
 };
 
 static const struct attr a_listen[] = {
@@ -186,6 +193,10 @@ static const struct attr a_listen[] = {
 	[KXFER_A_LISTEN_STATE] = { T_U32 },
 	[KXFER_A_LISTEN_ACCEPTED] = { T_U32 },
 	[KXFER_A_LISTEN_REJECTED] = { T_U32 },
+	[KXFER_A_LISTEN_KEY] = { T_STR },
+	[KXFER_A_LISTEN_AUTH] = { T_U32 },
+	[KXFER_A_LISTEN_AUTH_OK] = { T_U32 },
+	[KXFER_A_LISTEN_AUTH_FAILED] = { T_U32 },
 };
 
 static const struct attr a_prefix[] = {
@@ -216,6 +227,9 @@ static const struct attr a_peer[] = {
 	[KXFER_A_PEER_STATS] = { T_NEST, S_STATS },
 	[KXFER_A_PEER_ATTEMPTS] = { T_U32 },
 	[KXFER_A_PEER_NEXT_TRY_NS] = { T_S64 },
+	[KXFER_A_PEER_KEY] = { T_STR },
+	[KXFER_A_PEER_AUTH] = { T_U32 },
+	[KXFER_A_PEER_AUTH_FAILURES] = { T_U32 },
 };
 
 static const struct attr a_qp[] = {
@@ -257,6 +271,15 @@ static const struct attr a_rexp[] = {
 	[KXFER_A_REXP_PAD] = { T_PAD },
 };
 
+static const struct attr a_key[] = {
+	[KXFER_A_KEY_NAME] = { T_STR },
+	[KXFER_A_KEY_SECRET] = { T_SECRET },	/* never in a reply */
+	[KXFER_A_KEY_PEER] = { T_STR },
+	[KXFER_A_KEY_GEN] = { T_U32 },
+	[KXFER_A_KEY_LISTENER] = { T_NEST, S_LISTEN },
+	[KXFER_A_KEY_USER] = { T_STR },
+};
+
 #define SET(a) { a, ARRAY_SIZE(a) - 1 }
 static const struct {
 	const struct attr	*a;
@@ -266,7 +289,7 @@ static const struct {
 	[S_CHUNK] = SET(a_chunk), [S_POOLDEV] = SET(a_pooldev),
 	[S_EXPORT] = SET(a_export), [S_LISTEN] = SET(a_listen),
 	[S_PREFIX] = SET(a_prefix), [S_PEER] = SET(a_peer), [S_QP] = SET(a_qp),
-	[S_REXP] = SET(a_rexp), [S_STATS] = SET(a_stats),
+	[S_REXP] = SET(a_rexp), [S_STATS] = SET(a_stats), [S_KEY] = SET(a_key),
 };
 
 /* The ports nest holds KXFER_A_DEV_PORT entries of the port set. */
@@ -289,8 +312,10 @@ static const int e_get[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, ENOEN
 static const int e_export_new[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, EEXIST, ENOENT, 0 };
 static const int e_del[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, ENOENT, 0 };
 static const int e_listen_new[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, EEXIST, EADDRNOTAVAIL, EADDRINUSE,
-				    ENODEV, EAFNOSUPPORT, 0 };
-static const int e_peer_new[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, EEXIST, 0 };
+				    ENODEV, EAFNOSUPPORT, ENOENT, 0 };
+static const int e_peer_new[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, EEXIST, ENOENT, 0 };
+static const int e_key_new[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, EEXIST, 0 };
+static const int e_key_del[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, ENOENT, EBUSY, 0 };
 
 struct cmd {
 	const char	*name;
@@ -317,7 +342,33 @@ static const struct cmd cmds[KXFER_CMD_MAX + 1] = {
 	[KXFER_CMD_PEER_DEL] = { "peer-del", S_PEER, true, true, false, e_del },
 	[KXFER_CMD_PEER_GET] = { "peer-get", S_PEER, false, true, true, e_get },
 	[KXFER_CMD_STATS_GET] = { "stats-get", S_PEER, false, true, true, e_get },
+	[KXFER_CMD_KEY_NEW] = { "key-new", S_KEY, true, true, false, e_key_new },
+	[KXFER_CMD_KEY_SET] = { "key-set", S_KEY, true, true, false, e_del },
+	[KXFER_CMD_KEY_DEL] = { "key-del", S_KEY, true, true, false, e_key_del },
+	[KXFER_CMD_KEY_GET] = { "key-get", S_KEY, false, true, true, e_get },
 };
+
+/*
+ * Secrets given to the module, the last SECRETS of them: none may come
+ * back.  Each starts with a marker, so that even a piece of one shows.
+ */
+#define SECRETS		64
+#define SECRET_MARK	"nzS3cr"
+static unsigned char secrets[SECRETS][16];
+static unsigned int n_secrets;
+
+/* Is any secret given (or its first 16 bytes) in @p[0..@len)? */
+static bool has_secret(const void *p, size_t len)
+{
+	unsigned int i;
+
+	if (memmem(p, len, SECRET_MARK, sizeof(SECRET_MARK) - 1))
+		return true;
+	for (i = 0; i < n_secrets && i < SECRETS; i++)
+		if (memmem(p, len, secrets[i], sizeof(secrets[i])))
+			return true;
+	return false;
+}
 
 static bool in_set(int e, const int *set)
 {
@@ -469,6 +520,16 @@ static void put_value(struct knl *nl, __u16 type, enum t t, enum aset nest,
 	case T_BIN:
 		put_addr(nl, type);
 		break;
+	case T_SECRET:
+		/* mostly the right size (16..64), sometimes not */
+		len = chance(4) ? rbelow(100) : 16 + rbelow(49);
+		for (size_t i = 0; i < len; i++)
+			s[i] = rnd();
+		memcpy(s, SECRET_MARK, len < 6 ? len : 6);
+		if (len >= 16)
+			memcpy(secrets[n_secrets++ % SECRETS], s, 16);
+		knl_put(nl, type, s, len);
+		break;
 	case T_NEST:
 		put_nest(nl, type, nest, depth);
 		break;
@@ -517,11 +578,24 @@ static void build(struct knl *nl, unsigned int cmd, __u16 flags)
 	case KXFER_CMD_LISTEN_DEL:
 		if (!chance(10))
 			put_addr(nl, KXFER_A_LISTEN_ADDR);
+		if (cmd == KXFER_CMD_LISTEN_NEW && chance(3))
+			put_value(nl, KXFER_A_LISTEN_KEY, T_STR, 0, 0);
 		break;
 	case KXFER_CMD_PEER_NEW:
 		put_value(nl, KXFER_A_PEER_NAME, T_STR, 0, 0);
 		if (!chance(10))
 			put_addr(nl, KXFER_A_PEER_ADDR);
+		if (chance(3))
+			put_value(nl, KXFER_A_PEER_KEY, T_STR, 0, 0);
+		break;
+	case KXFER_CMD_KEY_NEW:
+	case KXFER_CMD_KEY_SET:
+		if (!chance(10))
+			put_value(nl, KXFER_A_KEY_NAME, T_STR, 0, 0);
+		if (!chance(10))
+			put_value(nl, KXFER_A_KEY_SECRET, T_SECRET, 0, 0);
+		if (cmd == KXFER_CMD_KEY_NEW && chance(3))
+			put_value(nl, KXFER_A_KEY_PEER, T_STR, 0, 0);
 		break;
 	default:
 		if (cmd <= KXFER_CMD_MAX && cmds[cmd].name && chance(2))
@@ -599,6 +673,10 @@ static void check_attrs(const void *data, int len, enum aset set, int depth,
 			break;
 		case T_PAD:
 			break;
+		case T_SECRET:
+			fail("%s: a key's secret (attribute %u) in a reply", where,
+			     type);
+			break;
 		case T_NEST:
 			if (depth > 4)
 				fail("%s: nests too deep", where);
@@ -668,9 +746,23 @@ static int xfer(struct knl *nl, unsigned int cmd, bool expect_none)
 			if (h->nlmsg_type == NLMSG_ERROR) {
 				struct nlmsgerr *e = NLMSG_DATA(h);
 
+				/*
+				 * A refusal by the module itself (past the
+				 * policies) echoes a request whose secret the
+				 * module wiped once it had it.
+				 */
+				if ((cmd == KXFER_CMD_KEY_NEW ||
+				     cmd == KXFER_CMD_KEY_SET) &&
+				    (e->error == -EEXIST || e->error == -ENOENT) &&
+				    has_secret(&e->msg, h->nlmsg_len -
+					       NLMSG_LENGTH(sizeof(e->error))))
+					fail("the echo of a refused %s holds its secret",
+					     cmds[cmd].name);
 				return -e->error;
 			}
 			n_replies++;
+			if (has_secret(h, h->nlmsg_len))
+				fail("a reply holds a key's secret");
 			if (h->nlmsg_type != nl->family) {
 				fail("reply of type %u", h->nlmsg_type);
 				continue;
@@ -854,25 +946,27 @@ static bool listed(const struct objlist *l, const char *s)
 	return false;
 }
 
+/* In the order they can go: keys last, once nothing uses them. */
 static const unsigned int list_cmds[] = {
 	KXFER_CMD_PEER_GET, KXFER_CMD_LISTEN_GET, KXFER_CMD_EXPORT_GET,
-	KXFER_CMD_POOL_GET,
+	KXFER_CMD_POOL_GET, KXFER_CMD_KEY_GET,
 };
+#define NLISTS	ARRAY_SIZE(list_cmds)
 
 static const char *const list_names[] = { "peers", "listeners", "exports",
-					  "pools" };
+					  "pools", "keys" };
 
 /* Delete what is not in @base; then compare. */
 static int cleanup(struct knl *nl, struct objlist *base)
 {
 	static const unsigned int del[] = {
 		KXFER_CMD_PEER_DEL, KXFER_CMD_LISTEN_DEL, KXFER_CMD_EXPORT_DEL,
-		KXFER_CMD_POOL_DEL,
+		KXFER_CMD_POOL_DEL, KXFER_CMD_KEY_DEL,
 	};
 	struct objlist now;
 	int k, i, pass, ret = 0;
 
-	for (k = 0; k < 4; k++) {
+	for (k = 0; k < (int)NLISTS; k++) {
 		for (pass = 0; pass < 50; pass++) {
 			int left = 0;
 
@@ -965,13 +1059,13 @@ static void help(void)
 		"usage: fuzz_nl [-s SEED] [-i ITERATIONS] [-T SECONDS] [-u] [-v]\n"
 		"  -u  also fuzz as uid/gid 65534 (a child), after root\n"
 		"  the objects it made are removed at the end and the lists of\n"
-		"  pools, exports, listeners and peers compared with the start\n");
+		"  pools, exports, listeners, peers and keys compared with the start\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	struct objlist base[4];
+	static struct objlist base[NLISTS];
 	struct knl nl;
 	int c, ret = 0, k, st;
 	pid_t pid;
@@ -1010,7 +1104,7 @@ int main(int argc, char **argv)
 		printf("FAIL: no kxfer family\n");
 		return 1;
 	}
-	for (k = 0; k < 4; k++)
+	for (k = 0; k < (int)NLISTS; k++)
 		if (list(&nl, list_cmds[k], &base[k])) {
 			printf("FAIL: cannot list %s\n", list_names[k]);
 			return 1;

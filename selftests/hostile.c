@@ -20,6 +20,15 @@
  *                                 -e check the exports a advertises to it
  *   hostile [OPTIONS] poison      as node "evilw", break a's QP 0 with a bad
  *                                 key, then wait (-H) for a to end it
+ *   hostile [OPTIONS] auth [CASE] the authentication handshake (a listener
+ *                                 that requires it, -p; -K its key): the
+ *                                 right key, a wrong one, none, replayed,
+ *                                 stale and wrong-role proofs, messages
+ *                                 before or out of the handshake, truncated
+ *                                 and malformed ones, silence
+ *   hostile [OPTIONS] supersede NODE  as NODE (incarnation -I), from this
+ *                                 address, through the handshake with -K's
+ *                                 key (none without -K): up, or refused
  *
  * Options: -a ADDR (10.99.0.1), -p PORT (KXFER_PORT), -L FILE: append
  * the kernel log lines the listener must print, one a line; -e LIST:
@@ -27,7 +36,9 @@
  * must be told about; -g EXPORT: rdma, the export granted to node
  * "evil" (read, write); -H SEC: the floods hold the session this long
  * after their last message, printing "holding" first; -S ADDR: connect
- * from this local address.
+ * from this local address; -K FILE: the secret of the listener's key
+ * (auth, supersede); -I N: the incarnation to connect with (default 0:
+ * none told).
  *
  * Everything received from the kernel (private data of accept and
  * reject, every control message) is checked against the protocol and
@@ -53,6 +64,8 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <rdma/rdma_cma.h>
 
 #include <linux/kxfer.h>
@@ -77,10 +90,23 @@
 #define MSG_SIZE	4096
 #define A_RECVS		32		/* KXFER_CTRL_RECVS of the module */
 
-enum { REJ_MALFORMED = 1, REJ_VERSION, REJ_NOT_ALLOWED, REJ_BUSY, REJ_DEVICE };
+enum { REJ_MALFORMED = 1, REJ_VERSION, REJ_NOT_ALLOWED, REJ_BUSY, REJ_DEVICE,
+	REJ_AUTH };
 enum { MSG_CREDIT = 1, MSG_EXPORT_ADD, MSG_EXPORT_DEL, MSG_SYNC_DONE,
 	MSG_KEEPALIVE, MSG_KEEPALIVE_ACK, MSG_NOTIFY, MSG_NOTIFY_DESC,
-	MSG_HELLO, MSG_NOTIFY_MSG, MSG_FIRST_UNKNOWN };
+	MSG_HELLO, MSG_NOTIFY_MSG, MSG_AUTH_CHALLENGE, MSG_AUTH_REPLY,
+	MSG_AUTH_FAIL, MSG_FIRST_UNKNOWN };
+
+/* Feature bits of the accept and of HELLO */
+#define F_NOTIFY_MSG	(1u << 0)
+#define F_AUTH		(1u << 1)
+#define F_KNOWN		(F_NOTIFY_MSG | F_AUTH)
+
+#define AUTH_F_KEY	1u
+#define NONCE_LEN	32
+#define MAC_LEN		32
+enum { AUTH_FAIL_MAC = 1, AUTH_FAIL_NO_KEY, AUTH_FAIL_NEED_KEY };
+enum { ROLE_ACCEPTOR = 1, ROLE_CONNECTOR };
 
 struct wire_conn {
 	uint32_t magic;
@@ -91,6 +117,7 @@ struct wire_conn {
 	uint16_t recv_credits;
 	uint16_t flags;
 	char node[NAME_MAX_];
+	uint32_t incarnation;
 } __packed;
 
 struct wire_accept {
@@ -98,10 +125,9 @@ struct wire_accept {
 	uint16_t version;
 	uint16_t recv_credits;
 	char node[NAME_MAX_];
-	uint32_t features;	/* KXFER_WIRE_F_*: only bit 0 is known */
+	uint32_t features;
+	uint8_t nonce[32];	/* NONCE_LEN, with F_AUTH only */
 } __packed;
-
-#define WIRE_FEATURES	0x1u
 
 struct msg_hdr {
 	uint32_t magic;
@@ -159,6 +185,48 @@ struct msg_keepalive {
 	uint64_t stamp;
 } __packed;
 
+struct msg_hello {
+	struct msg_hdr h;
+	uint32_t features;
+	uint32_t pad;
+} __packed;
+
+struct msg_auth_challenge {
+	struct msg_hdr h;
+	uint32_t flags;
+	uint32_t pad;
+	uint8_t nonce[NONCE_LEN];
+	uint8_t mac[MAC_LEN];
+} __packed;
+
+struct msg_auth_reply {
+	struct msg_hdr h;
+	uint32_t flags;
+	uint32_t pad;
+	uint8_t mac[MAC_LEN];
+} __packed;
+
+struct msg_auth_fail {
+	struct msg_hdr h;
+	uint32_t reason;
+	uint32_t pad;
+} __packed;
+
+/* What a proof is the HMAC-SHA256 of (struct kxfer_wire_auth_mac) */
+struct auth_mac {
+	char label[16];
+	uint32_t role;
+	uint32_t nqps;
+	uint64_t session_id;
+	uint32_t incarnation;
+	uint32_t pad;
+	uint8_t cnonce[NONCE_LEN];
+	uint8_t anonce[NONCE_LEN];
+	char cnode[NAME_MAX_];
+	char anode[NAME_MAX_];
+	uint32_t qpn[16][2];
+} __packed;
+
 #define MRS_PER_MSG ((MSG_SIZE - sizeof(struct msg_export)) / sizeof(struct wire_mr))
 
 /* ---------------------------------------------------------------------- */
@@ -196,6 +264,7 @@ struct conn {
 	bool established, disconnected;
 	int rej_reason;		/* kxfer reason of a REJECTED, -1 if none */
 	int rej_status;
+	uint32_t remote_qpn;	/* a's QP number, from the accept */
 };
 
 struct sess {
@@ -222,9 +291,22 @@ struct sess {
 	unsigned int nex;
 	struct timespec t_disc;
 	bool no_ack;		/* answer no keepalive */
+	/* authentication */
+	uint32_t a_features;	/* what a's accept said it speaks */
+	char a_node[NAME_MAX_];
+	uint8_t a_nonce[NONCE_LEN];	/* a's, from the accept */
+	bool auth_open;		/* no export may come from a yet */
+	bool got_reply, got_fail;
+	struct msg_auth_reply reply;
+	uint32_t fail_reason;
+	uint8_t cnonce[NONCE_LEN];
 };
 
 static struct sockaddr_in dst, src;
+static uint32_t incarnation;	/* -I */
+static uint8_t key[64];		/* -K */
+static unsigned int key_len;
+static const char *auth_expect;	/* -e for "auth right" */
 static FILE *logf_;
 static unsigned int n_conns, n_msgs, n_rdma, n_rejected, n_pointers;
 static unsigned int n_violations, n_fail, n_cases;
@@ -507,25 +589,40 @@ static int conn_connect(struct conn *c, const void *pd, uint8_t pd_len)
 }
 
 /* Check and scan what a accepted with. */
+/*
+ * Version 1's 40 bytes and the features: 44 bytes; the nonce follows only
+ * with F_AUTH (76 bytes).  The IB CM pads the rest with zeros.
+ */
 static void check_accept(struct sess *s, struct rdma_cm_event *ev)
 {
 	const struct wire_accept *wa = ev->param.conn.private_data;
 	unsigned int len = ev->param.conn.private_data_len;
+	unsigned int need = offsetof(struct wire_accept, nonce);
 
 	scan_pointers(wa, len, "accept private data");
-	if (!wa || len < sizeof(*wa) || le32toh(wa->magic) != WIRE_MAGIC ||
+	if (!wa || len < need || le32toh(wa->magic) != WIRE_MAGIC ||
 	    le16toh(wa->version) != WIRE_VERSION || !name_ok(wa->node)) {
 		violation(s, "bad accept private data (%u bytes)", len);
 		return;
 	}
 	if (!s->credits)
 		s->credits = le16toh(wa->recv_credits);
-	/* Features hostile does not know of would be a leak of something. */
-	if (le32toh(wa->features) & ~WIRE_FEATURES)
+	s->a_features = le32toh(wa->features);
+	memcpy(s->a_node, wa->node, NAME_MAX_);
+	if (s->a_features & ~F_KNOWN)
 		violation(s, "accept private data: unknown features %#x",
-			  le32toh(wa->features));
-	/* Nothing but zeros after the structure. */
-	for (; len > sizeof(*wa); len--)
+			  s->a_features);
+	if (s->a_features & F_AUTH) {
+		need = sizeof(*wa);
+		if (len < need) {
+			violation(s, "accept offers authentication without a nonce (%u bytes)",
+				  len);
+			return;
+		}
+		memcpy(s->a_nonce, wa->nonce, NONCE_LEN);
+	}
+	/* Nothing but zeros after what it says: no nonce without F_AUTH. */
+	for (; len > need; len--)
 		if (((const uint8_t *)wa)[len - 1]) {
 			violation(s, "accept private data: byte %u not zero", len - 1);
 			break;
@@ -579,6 +676,7 @@ static void conn_pdata(struct wire_conn *w, const char *node, uint64_t sid,
 	w->session_id = htole64(sid);
 	w->recv_credits = htole16(RECVS);
 	memcpy(w->node, node, strnlen(node, sizeof(w->node) - 1));
+	w->incarnation = htole32(incarnation);
 }
 
 /* Remember the kxfer reason of a rejection. */
@@ -628,10 +726,12 @@ static int conn_try(struct sess *s, struct conn *c, const void *pd,
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ESTABLISHED:
 		c->established = true;
+		c->remote_qpn = ev->param.conn.qp_num;
 		check_accept(s, ev);
 		ret = 0;
 		break;
 	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		c->remote_qpn = ev->param.conn.qp_num;
 		check_accept(s, ev);
 		ret = qp_move(c, IBV_QPS_RTR, -1);
 		if (!ret)
@@ -678,6 +778,9 @@ static void rx_export(struct sess *s, const struct msg_export *m, unsigned int l
 		violation(s, "export message of %u bytes", len);
 		return;
 	}
+	if (s->auth_open)
+		violation(s, "export %.31s advertised before authentication",
+			  m->name);
 	nmrs = le16toh(m->nmrs);
 	first = le16toh(m->first);
 	count = le16toh(m->count);
@@ -742,6 +845,31 @@ static void rx_msg(struct sess *s, const uint8_t *p, unsigned int len)
 	case MSG_SYNC_DONE:
 		want = sizeof(*h);
 		s->got_sync |= h->type == MSG_SYNC_DONE;
+		if (h->type == MSG_SYNC_DONE && s->auth_open)
+			violation(s, "end of the export table before authentication");
+		break;
+	case MSG_AUTH_REPLY: {
+		const struct msg_auth_reply *r = (const void *)p;
+
+		want = sizeof(*r);
+		if (len != want)
+			break;
+		if (r->pad || (le32toh(r->flags) & ~AUTH_F_KEY))
+			violation(s, "authentication reply: padding or flags");
+		if (s->got_reply)
+			violation(s, "a second authentication reply");
+		s->got_reply = true;
+		s->reply = *r;
+		/* a advertises right after its reply */
+		s->auth_open = false;
+		break;
+	}
+	case MSG_AUTH_FAIL:
+		want = sizeof(struct msg_auth_fail);
+		if (len != want)
+			break;
+		s->got_fail = true;
+		s->fail_reason = le32toh(((const struct msg_auth_fail *)p)->reason);
 		break;
 	case MSG_KEEPALIVE:
 	case MSG_KEEPALIVE_ACK:
@@ -938,11 +1066,11 @@ static bool rdma_done(struct sess *s)
  * tables exchanged, and a keepalive answered, so that a has marked it
  * up when this returns 0.
  */
-static int sess_open(struct sess *s, const char *node, unsigned int nqps,
-		     int own_rnr)
+/* Connect the @nqps QPs of a session as @node. */
+static int sess_connect(struct sess *s, const char *node, unsigned int nqps,
+			int own_rnr)
 {
 	struct wire_conn w;
-	uint64_t stamp;
 	unsigned int i;
 	int ret;
 
@@ -959,6 +1087,18 @@ static int sess_open(struct sess *s, const char *node, unsigned int nqps,
 			return ret;
 		}
 	}
+	return 0;
+}
+
+static int sess_open(struct sess *s, const char *node, unsigned int nqps,
+		     int own_rnr)
+{
+	uint64_t stamp;
+	int ret;
+
+	ret = sess_connect(s, node, nqps, own_rnr);
+	if (ret)
+		return ret;
 	if (send_msg(s, MSG_SYNC_DONE, NULL, 0))
 		return -EIO;
 	stamp = htole64(0x5eed);
@@ -2141,6 +2281,529 @@ out:
 }
 
 /* ---------------------------------------------------------------------- */
+/* auth: the authentication handshake                                      */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * The proof of @role for @s, with @k: HMAC-SHA256 of struct auth_mac,
+ * written down again from kmod/wire.h, computed with OpenSSL rather than
+ * the kernel's crypto API.  @qpn: the QP numbers to bind it to, [i][0]
+ * ours, [i][1] a's; NULL for the session's own.
+ */
+static void auth_mac(const struct sess *s, uint32_t role, const uint8_t *k,
+		     unsigned int klen, const uint32_t (*qpn)[2], uint8_t *out)
+{
+	struct auth_mac m;
+	unsigned int i, olen = MAC_LEN;
+
+	memset(&m, 0, sizeof(m));
+	strcpy(m.label, "kxfer auth v1");
+	m.role = htole32(role);
+	m.nqps = htole32(s->nqps);
+	m.session_id = htole64(s->sid);
+	m.incarnation = htole32(incarnation);
+	memcpy(m.cnonce, s->cnonce, NONCE_LEN);
+	memcpy(m.anonce, s->a_nonce, NONCE_LEN);
+	memcpy(m.cnode, s->node, NAME_MAX_);
+	memcpy(m.anode, s->a_node, NAME_MAX_);
+	for (i = 0; i < s->nqps; i++) {
+		m.qpn[i][0] = htole32(qpn ? qpn[i][0] : s->c[i].qp->qp_num);
+		m.qpn[i][1] = htole32(qpn ? qpn[i][1] : s->c[i].remote_qpn);
+	}
+	if (!HMAC(EVP_sha256(), k, (int)klen, (const uint8_t *)&m, sizeof(m),
+		  out, &olen) || olen != MAC_LEN) {
+		say("HMAC failed\n");
+		exit(1);
+	}
+}
+
+static bool auth_answered(struct sess *s)
+{
+	return s->got_reply || s->got_fail || s->c[0].disconnected;
+}
+
+static void send_hello(struct sess *s, uint32_t features)
+{
+	struct msg_hello h = { .features = htole32(features) };
+
+	send_msg(s, MSG_HELLO, (uint8_t *)&h + sizeof(h.h), sizeof(h) - sizeof(h.h));
+}
+
+/*
+ * A challenge: a fresh nonce of ours and our proof for a's nonce, made
+ * with @k (the role and QP numbers as given, NULL for the session's
+ * own); without @k, zeros.  Kept in @c.
+ */
+static void send_challenge(struct sess *s, const uint8_t *k, uint32_t role,
+			   const uint32_t (*qpn)[2],
+			   struct msg_auth_challenge *c)
+{
+	unsigned int i;
+
+	memset(c, 0, sizeof(*c));
+	if (k) {
+		for (i = 0; i < NONCE_LEN; i++)
+			s->cnonce[i] = (uint8_t)random();
+		c->flags = htole32(AUTH_F_KEY);
+		memcpy(c->nonce, s->cnonce, NONCE_LEN);
+		auth_mac(s, role, k, key_len, qpn, c->mac);
+	}
+	send_msg(s, MSG_AUTH_CHALLENGE, (uint8_t *)c + sizeof(c->h),
+		 sizeof(*c) - sizeof(c->h));
+}
+
+/* Connect as @node; a must offer authentication, with a nonce. */
+static int auth_connect(struct sess *s, const char *node)
+{
+	static const uint8_t zero[NONCE_LEN];
+
+	if (sess_connect(s, node, 1, -1))
+		return -1;
+	if (!(s->a_features & F_AUTH) || !memcmp(s->a_nonce, zero, NONCE_LEN)) {
+		say("  %s: a's accept offers no authentication (%#x)\n", node,
+		    s->a_features);
+		return -1;
+	}
+	s->auth_open = true;
+	send_hello(s, F_AUTH);
+	return 0;
+}
+
+/* Wait for a's answer to a challenge: its REPLY or its AUTH_FAIL. */
+static int auth_wait(struct sess *s)
+{
+	if (!pump(s, 8000, auth_answered) || (!s->got_reply && !s->got_fail)) {
+		say("  %s: no answer to the challenge\n", s->node);
+		return -1;
+	}
+	return 0;
+}
+
+/* Did a prove -K's key in its REPLY? */
+static bool auth_reply_ok(struct sess *s)
+{
+	uint8_t want[MAC_LEN];
+
+	if (!s->got_reply || !(le32toh(s->reply.flags) & AUTH_F_KEY))
+		return false;
+	auth_mac(s, ROLE_ACCEPTOR, key, key_len, NULL, want);
+	return !memcmp(want, s->reply.mac, MAC_LEN);
+}
+
+/*
+ * a must end the session: tell us why with AUTH_FAIL @reason (0: with no
+ * message), give us no export, and log "peer NODE: WHY (ERR)".
+ */
+static void auth_expect_end(struct sess *s, const char *name, uint32_t reason,
+			    const char *why, int err)
+{
+	int64_t t0 = now_ms();
+
+	if (!pump(s, 8000, is_disconnected)) {
+		result(name, "FAIL: a did not end the session within 8 s");
+		return;
+	}
+	if (reason && (!s->got_fail || s->fail_reason != reason))
+		result(name, "FAIL: a ended the session without AUTH_FAIL %u (%s %u)",
+		       reason, s->got_fail ? "got" : "none", s->fail_reason);
+	else if (s->nex || s->got_sync || s->got_reply)
+		result(name, "FAIL: a answered, or advertised %u exports", s->nex);
+	else
+		result(name, "ok, a ended the session after %" PRId64 " ms%s",
+		       now_ms() - t0, reason ? ", saying why" : "");
+	expect_log("kxfer: peer %s: %s (%d)", s->node, why, err);
+}
+
+/* A full handshake with -K's key; our challenge is kept in @c. */
+static int auth_login(struct sess *s, const char *node,
+		      struct msg_auth_challenge *c)
+{
+	if (auth_connect(s, node))
+		return -1;
+	send_challenge(s, key, ROLE_CONNECTOR, NULL, c);
+	if (auth_wait(s))
+		return -1;
+	if (!auth_reply_ok(s)) {
+		say("  %s: %s\n", node, s->got_fail ? "a refused our proof" :
+		    "a's proof does not match our key");
+		return -1;
+	}
+	return 0;
+}
+
+static bool is_synced_only(struct sess *s)
+{
+	return s->got_sync;
+}
+
+#define WHY_MAC		"peer's proof does not match our key"
+#define WHY_EARLY	"message before authentication"
+#define WHY_LENGTH	"wrong length for the message type"
+
+struct auth_case {
+	const char *name;
+	void (*run)(const struct auth_case *ac);
+};
+
+/* The right key: a accepts our proof, proves it too, then advertises. */
+static void a_right(const struct auth_case *ac)
+{
+	struct msg_auth_challenge c;
+	uint64_t stamp = htole64(1);
+	struct sess s;
+
+	if (auth_login(&s, "ha-right", &c)) {
+		result(ac->name, "FAIL: no handshake with the right key");
+		goto out;
+	}
+	send_msg(&s, MSG_SYNC_DONE, NULL, 0);
+	send_msg(&s, MSG_KEEPALIVE, &stamp, 8);
+	if (!pump(&s, 8000, is_synced))
+		result(ac->name, "FAIL: no export table after the handshake");
+	else if (auth_expect && !list_eq(&s, auth_expect))
+		result(ac->name, "FAIL: wanted exactly %s", auth_expect);
+	else
+		result(ac->name, "ok, a accepted our proof, proved the key, told %u exports",
+		       s.nex);
+	expect_log("kxfer: peer ha-right: authenticated in ");
+out:
+	sess_close(&s);
+}
+
+/* A wrong key: a refuses our proof, and proves nothing to us. */
+static void a_wrong_key(const struct auth_case *ac)
+{
+	struct msg_auth_challenge c;
+	uint8_t saved = key[0];
+	struct sess s;
+
+	if (auth_connect(&s, "ha-wrong-key")) {
+		result(ac->name, "FAIL: not connected");
+		goto out;
+	}
+	key[0] ^= 1;
+	send_challenge(&s, key, ROLE_CONNECTOR, NULL, &c);
+	key[0] = saved;
+	auth_expect_end(&s, ac->name, AUTH_FAIL_MAC, WHY_MAC, -EACCES);
+out:
+	sess_close(&s);
+}
+
+/* No key at all: a requires one. */
+static void a_no_key(const struct auth_case *ac)
+{
+	struct msg_auth_challenge c;
+	struct sess s;
+
+	if (auth_connect(&s, "ha-no-key")) {
+		result(ac->name, "FAIL: not connected");
+		goto out;
+	}
+	send_challenge(&s, NULL, ROLE_CONNECTOR, NULL, &c);
+	auth_expect_end(&s, ac->name, AUTH_FAIL_NEED_KEY,
+			"peer holds no key, and the listener requires one", -EACCES);
+out:
+	sess_close(&s);
+}
+
+/* An older peer: no HELLO, no challenge, straight to the export table. */
+static void a_skip(const struct auth_case *ac)
+{
+	struct sess s;
+
+	if (sess_connect(&s, "ha-skip", 1, -1)) {
+		result(ac->name, "FAIL: not connected");
+		goto out;
+	}
+	s.auth_open = true;
+	send_msg(&s, MSG_SYNC_DONE, NULL, 0);
+	auth_expect_end(&s, ac->name, 0,
+			"peer does not authenticate, and the listener requires it",
+			-EACCES);
+out:
+	sess_close(&s);
+}
+
+/*
+ * HELLO says authentication, then the end of an export table, or an
+ * export, instead of a challenge.
+ */
+static void a_early(const struct auth_case *ac)
+{
+	struct sess s;
+	struct cbuf m;
+
+	if (auth_connect(&s, !strcmp(ac->name, "hello-skip") ? "ha-hello-skip" :
+			 "ha-early-export")) {
+		result(ac->name, "FAIL: not connected");
+		goto out;
+	}
+	if (!strcmp(ac->name, "hello-skip")) {
+		send_msg(&s, MSG_SYNC_DONE, NULL, 0);
+	} else {
+		cb_export(&s, &m, "early", 1, 0, 1);
+		send_msg(&s, MSG_EXPORT_ADD, m.b + sizeof(struct msg_hdr),
+			 m.len - sizeof(struct msg_hdr));
+	}
+	auth_expect_end(&s, ac->name, 0, WHY_EARLY, -EACCES);
+out:
+	sess_close(&s);
+}
+
+/*
+ * A challenge that held on one session, replayed on the next one; one
+ * made with the right key and the new nonces but the old session's QP
+ * numbers; one made for the acceptor's role: none holds.
+ */
+static void a_replay(const struct auth_case *ac)
+{
+	struct msg_auth_challenge c, d;
+	char node[NAME_MAX_];
+	uint32_t qpn[1][2];
+	struct sess s, t;
+
+	snprintf(node, sizeof(node), "ha-%s", ac->name);
+	if (auth_login(&s, node, &c)) {
+		result(ac->name, "FAIL: no handshake with the right key");
+		sess_close(&s);
+		return;
+	}
+	pump(&s, 300, NULL);
+	qpn[0][0] = s.c[0].qp->qp_num;
+	qpn[0][1] = s.c[0].remote_qpn;
+	sess_close(&s);
+
+	if (auth_connect(&t, node)) {
+		result(ac->name, "FAIL: no second session");
+		goto out;
+	}
+	if (!strcmp(ac->name, "replay")) {
+		send_msg(&t, MSG_AUTH_CHALLENGE, (uint8_t *)&c + sizeof(c.h),
+			 sizeof(c) - sizeof(c.h));
+	} else if (!strcmp(ac->name, "stale-qpn")) {
+		if (qpn[0][0] == t.c[0].qp->qp_num &&
+		    qpn[0][1] == t.c[0].remote_qpn) {
+			result(ac->name, "FAIL: both sessions had the same QP numbers");
+			goto out;
+		}
+		send_challenge(&t, key, ROLE_CONNECTOR,
+			       (const uint32_t (*)[2])qpn, &d);
+	} else {
+		send_challenge(&t, key, ROLE_ACCEPTOR, NULL, &d);
+	}
+	auth_expect_end(&t, ac->name, AUTH_FAIL_MAC, WHY_MAC, -EACCES);
+out:
+	sess_close(&t);
+}
+
+/* A second challenge, once authenticated. */
+static void a_challenge_twice(const struct auth_case *ac)
+{
+	struct msg_auth_challenge c;
+	struct sess s;
+
+	if (auth_login(&s, "ha-challenge-twice", &c)) {
+		result(ac->name, "FAIL: no handshake with the right key");
+		goto out;
+	}
+	send_challenge(&s, key, ROLE_CONNECTOR, NULL, &c);
+	if (!pump(&s, 8000, is_disconnected))
+		result(ac->name, "FAIL: a did not end the session within 8 s");
+	else
+		result(ac->name, "ok, a ended the session");
+	expect_log("kxfer: peer ha-challenge-twice: unexpected authentication message (-71)");
+out:
+	sess_close(&s);
+}
+
+/* One malformed or misplaced message right after HELLO. */
+struct auth_raw {
+	const char *name;
+	unsigned int type, len;		/* len: what the header says and is sent */
+	unsigned int flags;
+	bool nonce, pad;
+	const char *why;
+	int err;
+};
+
+static const struct auth_raw auth_raws[] = {
+	{ "trunc-challenge", MSG_AUTH_CHALLENGE, 87, AUTH_F_KEY, true, false,
+	  WHY_LENGTH, -EINVAL },
+	{ "long-challenge", MSG_AUTH_CHALLENGE, 89, AUTH_F_KEY, true, false,
+	  WHY_LENGTH, -EINVAL },
+	{ "hdr-challenge", MSG_AUTH_CHALLENGE, 16, 0, false, false,
+	  WHY_LENGTH, -EINVAL },
+	{ "challenge-pad", MSG_AUTH_CHALLENGE, 88, AUTH_F_KEY, true, true,
+	  "non-zero padding", -EINVAL },
+	{ "challenge-flags", MSG_AUTH_CHALLENGE, 88, AUTH_F_KEY | 4, true, false,
+	  "unknown authentication flags", -EINVAL },
+	{ "nonce-without-key", MSG_AUTH_CHALLENGE, 88, 0, true, false,
+	  "nonce or proof without a key", -EINVAL },
+	{ "reply-from-connector", MSG_AUTH_REPLY, 56, 0, false, false,
+	  "unexpected authentication reply", -EPROTO },
+	{ "trunc-reply", MSG_AUTH_REPLY, 55, 0, false, false, WHY_LENGTH, -EINVAL },
+	{ "fail-no-reason", MSG_AUTH_FAIL, 24, 0, false, false,
+	  "authentication failure without a reason", -EINVAL },
+};
+
+static void a_raw(const struct auth_case *ac)
+{
+	const struct auth_raw *r = NULL;
+	char node[NAME_MAX_];
+	struct sess s;
+	struct cbuf m;
+	uint32_t v;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(auth_raws); i++)
+		if (!strcmp(auth_raws[i].name, ac->name))
+			r = &auth_raws[i];
+	snprintf(node, sizeof(node), "ha-%s", r->name);
+	if (auth_connect(&s, node)) {
+		result(ac->name, "FAIL: not connected");
+		goto out;
+	}
+	cb_hdr(&s, &m, r->type, r->len);
+	v = htole32(r->flags);
+	if (r->len >= 20)
+		memcpy(m.b + sizeof(struct msg_hdr), &v, 4);
+	if (r->pad)
+		m.b[sizeof(struct msg_hdr) + 4] = 1;
+	if (r->nonce)
+		memset(m.b + sizeof(struct msg_hdr) + 8, 0x5a,
+		       r->len - sizeof(struct msg_hdr) - 8);
+	send_raw(&s, m.b, m.len);
+	s.tx_seq++;
+	auth_expect_end(&s, ac->name, 0, r->why, r->err);
+out:
+	sess_close(&s);
+}
+
+/* HELLO, then nothing: a gives up after its handshake timeout (10 s). */
+static void a_silent(const struct auth_case *ac)
+{
+	struct sess s;
+	int64_t t0 = now_ms(), dt;
+
+	if (auth_connect(&s, "ha-silent")) {
+		result(ac->name, "FAIL: not connected");
+		goto out;
+	}
+	/* keepalives are answered by pump(): only the handshake stalls */
+	if (!pump(&s, 16000, is_disconnected)) {
+		result(ac->name, "FAIL: still connected after 16 s");
+		goto out;
+	}
+	dt = now_ms() - t0;
+	if (dt >= 9000 && dt <= 14000 && !s.nex && !s.got_reply)
+		result(ac->name, "ok, a gave up after %" PRId64 " ms", dt);
+	else
+		result(ac->name, "FAIL: a gave up after %" PRId64 " ms, %u exports",
+		       dt, s.nex);
+	expect_log("kxfer: peer ha-silent: authentication timed out (-13)");
+out:
+	sess_close(&s);
+}
+
+static const struct auth_case auth_cases[] = {
+	{ "right", a_right },
+	{ "wrong-key", a_wrong_key },
+	{ "no-key", a_no_key },
+	{ "skip", a_skip },
+	{ "hello-skip", a_early },
+	{ "early-export", a_early },
+	{ "replay", a_replay },
+	{ "stale-qpn", a_replay },
+	{ "wrong-role", a_replay },
+	{ "challenge-twice", a_challenge_twice },
+	{ "trunc-challenge", a_raw },
+	{ "long-challenge", a_raw },
+	{ "hdr-challenge", a_raw },
+	{ "challenge-pad", a_raw },
+	{ "challenge-flags", a_raw },
+	{ "nonce-without-key", a_raw },
+	{ "reply-from-connector", a_raw },
+	{ "trunc-reply", a_raw },
+	{ "fail-no-reason", a_raw },
+	{ "silent", a_silent },
+};
+
+static int cmd_auth(const char *only)
+{
+	unsigned int i;
+
+	if (!key_len) {
+		result("auth", "FAIL: no key (-K)");
+		return 0;
+	}
+	for (i = 0; i < ARRAY_SIZE(auth_cases); i++) {
+		if (only && strcmp(only, auth_cases[i].name))
+			continue;
+		auth_cases[i].run(&auth_cases[i]);
+		/* a's logging is rate-limited: 10 lines in 5 s */
+		usleep(600000);
+	}
+	return 0;
+}
+
+/*
+ * A session as @node (incarnation -I) through the handshake, with -K's
+ * key or none: prints "up" (a took us for @node) or "refused" (and why).
+ * Holds an up session -H seconds.
+ */
+static int cmd_supersede(const char *node, int hold_s)
+{
+	struct msg_auth_challenge c;
+	uint64_t stamp = htole64(1);
+	struct sess s;
+
+	if (sess_connect(&s, node, 1, -1)) {
+		result("supersede", "ok, refused at connect, reason %d",
+		       s.c[0].rej_reason);
+		goto out;
+	}
+	if (!(s.a_features & F_AUTH)) {
+		result("supersede", "FAIL: a does not authenticate %s", node);
+		goto out;
+	}
+	s.auth_open = true;
+	send_hello(&s, F_AUTH);
+	send_challenge(&s, key_len ? key : NULL, ROLE_CONNECTOR, NULL, &c);
+	if (auth_wait(&s) || !auth_reply_ok(&s)) {
+		pump(&s, 8000, is_disconnected);
+		result("supersede", "ok, refused: %s",
+		       s.got_fail ? "AUTH_FAIL" : "disconnected");
+		goto out;
+	}
+	send_msg(&s, MSG_SYNC_DONE, NULL, 0);
+	send_msg(&s, MSG_KEEPALIVE, &stamp, 8);
+	if (!pump(&s, 8000, is_synced_only)) {
+		result("supersede", "FAIL: no export table after the handshake");
+		goto out;
+	}
+	result("supersede", "ok, up as %s", node);
+	hold(&s, hold_s, true);
+out:
+	sess_close(&s);
+	return 0;
+}
+
+static int read_key(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = fread(key, 1, sizeof(key), f);
+	fclose(f);
+	if (n < 16 || n > 64)
+		return -1;
+	key_len = (unsigned int)n;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
 
 static void print_usage(void)
 {
@@ -2148,7 +2811,8 @@ static void print_usage(void)
 	      "               [-H SEC] [-s SEED] [-S SRCADDR]\n"
 	      "               pdata | halfopen | ctrl [CASE] | overrun | rdma |\n"
 	      "               ackflood N | expflood N | halfflood N MAX | claim NODE |\n"
-	      "               poison\n",
+	      "               poison | auth [CASE] | supersede NODE\n"
+	      "       (-K KEYFILE: the listener's secret; -I N: our incarnation)\n",
 	      stderr);
 	exit(2);
 }
@@ -2160,7 +2824,7 @@ int main(int argc, char **argv)
 	int opt, hold_s = 0;
 	int64_t t0 = now_ms();
 
-	while ((opt = getopt(argc, argv, "a:p:L:e:g:H:s:S:v")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:L:e:g:H:s:S:K:I:v")) != -1) {
 		switch (opt) {
 		case 'v':
 			verbose = true;
@@ -2190,6 +2854,16 @@ int main(int argc, char **argv)
 		case 's':
 			seed = strtoul(optarg, NULL, 0);
 			break;
+		case 'K':
+			if (read_key(optarg)) {
+				fprintf(stderr, "%s: cannot read a key of 16 to 64 bytes\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'I':
+			incarnation = strtoul(optarg, NULL, 0);
+			break;
 		case 'S':
 			src.sin_family = AF_INET;
 			if (inet_pton(AF_INET, optarg, &src.sin_addr) != 1)
@@ -2210,6 +2884,7 @@ int main(int argc, char **argv)
 	if (inet_pton(AF_INET, addr, &dst.sin_addr) != 1)
 		print_usage();
 
+	auth_expect = expect;
 	if (!strcmp(argv[optind], "pdata"))
 		cmd_pdata();
 	else if (!strcmp(argv[optind], "halfopen"))
@@ -2229,6 +2904,11 @@ int main(int argc, char **argv)
 		cmd_claim(argv[optind + 1], expect);
 	else if (!strcmp(argv[optind], "poison"))
 		cmd_poison(granted, hold_s);
+	else if (!strcmp(argv[optind], "auth"))
+		cmd_auth(argv[optind + 1]);
+	else if (!strcmp(argv[optind], "supersede") && argv[optind + 1] &&
+		 strlen(argv[optind + 1]) < NAME_MAX_)
+		cmd_supersede(argv[optind + 1], hold_s);
 	else if (!strcmp(argv[optind], "halfflood") && argv[optind + 1] &&
 		 argv[optind + 2])
 		cmd_halfflood(strtoul(argv[optind + 1], NULL, 0),

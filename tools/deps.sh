@@ -20,6 +20,8 @@ packages=(
 	gcc make libc6-dev bc flex bison pkg-config sparse
 	linux-headers-amd64 linux-headers-6.12-amd64
 	libnl-3-dev libnl-genl-3-dev libibverbs-dev librdmacm-dev
+	# selftests/hostile makes its authentication proofs with OpenSSL
+	libssl-dev
 	# kselftest_harness.h for the selftests
 	linux-source-6.1
 	# guest rig: QEMU, initramfs, module tooling

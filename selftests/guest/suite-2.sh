@@ -12,6 +12,8 @@ source "$KXFER_TOP/selftests/rig/lib.sh"
 source "$KXFER_TOP/selftests/guest/common.sh"
 # shellcheck source=hostile.sh
 source "$KXFER_TOP/selftests/guest/hostile.sh"
+# shellcheck source=auth.sh
+source "$KXFER_TOP/selftests/guest/auth.sh"
 # shellcheck source=storm.sh
 source "$KXFER_TOP/selftests/guest/storm.sh"
 
@@ -770,6 +772,14 @@ ktest2 wrong_port t_wrong_port
 ktest2 hostile_peer t_hostile_peer
 ktest2 hostile_peer_limits t_hostile_peer_limits
 ktest2 hostile_broken_qp t_hostile_broken_qp
+ktest2 auth_cost t_auth_cost
+ktest2 auth_setup t_auth_setup
+ktest2 auth_keys t_auth_keys
+ktest2 auth_sessions t_auth_sessions
+ktest2 auth_rotation t_auth_rotation
+KTEST_TIMEOUT=400 ktest2 auth_hostile t_auth_hostile
+ktest2 auth_slow_keepalive t_auth_slow_keepalive
+ktest2 auth_leaks t_auth_leaks
 ktest2 partition t_partition
 ktest2 device_delete t_device_delete
 KTEST_TIMEOUT=$((STORM_SECS * 2 + 460)) ktest2 fault_storm t_fault_storm

@@ -311,6 +311,122 @@ TEST_F(wire, hello)
 	EXPECT_STREQ("wrong length for the message type", self->why);
 }
 
+/* The handshake's messages: exact sizes, as Documentation/wire-protocol.rst */
+TEST_F(wire, auth_sizes)
+{
+	/* version 1's 40 bytes, the features (44), the nonce (76) */
+	EXPECT_EQ(40, offsetof(struct kxfer_wire_accept, wa_features));
+	EXPECT_EQ(44, offsetof(struct kxfer_wire_accept, wa_nonce));
+	EXPECT_EQ(76, sizeof(struct kxfer_wire_accept));
+	EXPECT_EQ(88, sizeof(struct kxfer_msg_auth_challenge));
+	EXPECT_EQ(56, sizeof(struct kxfer_msg_auth_reply));
+	EXPECT_EQ(24, sizeof(struct kxfer_msg_auth_fail));
+	EXPECT_EQ(296, sizeof(struct kxfer_wire_auth_mac));
+}
+
+TEST_F(wire, auth_challenge)
+{
+	struct kxfer_msg_auth_challenge *ac = (void *)self->buf;
+	unsigned int len = sizeof(*ac);
+
+	kxfer_wire_hdr_init(&ac->ac_hdr, KXFER_MSG_AUTH_CHALLENGE, len, 1, 0);
+	/* no key: all zeros */
+	EXPECT_EQ(0, kxfer_wire_check(ac, len, 1, &self->why));
+	ac->ac_flags = cpu_to_le32(KXFER_AUTH_F_KEY);
+	memset(ac->ac_nonce, 0xa5, sizeof(ac->ac_nonce));
+	memset(ac->ac_mac, 0x3c, sizeof(ac->ac_mac));
+	EXPECT_EQ(0, kxfer_wire_check(ac, len, 1, &self->why));
+
+	ac->ac_pad = cpu_to_le32(1);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ac, len, 1, &self->why));
+	EXPECT_STREQ("non-zero padding", self->why);
+	ac->ac_pad = 0;
+	ac->ac_flags = cpu_to_le32(KXFER_AUTH_F_KEY | 2);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ac, len, 1, &self->why));
+	EXPECT_STREQ("unknown authentication flags", self->why);
+	/* without a key, neither a nonce nor a proof */
+	ac->ac_flags = 0;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ac, len, 1, &self->why));
+	EXPECT_STREQ("nonce or proof without a key", self->why);
+	memset(ac->ac_nonce, 0, sizeof(ac->ac_nonce));
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ac, len, 1, &self->why));
+	memset(ac->ac_mac, 0, sizeof(ac->ac_mac));
+	ac->ac_nonce[31] = 1;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ac, len, 1, &self->why));
+	ac->ac_nonce[31] = 0;
+	EXPECT_EQ(0, kxfer_wire_check(ac, len, 1, &self->why));
+
+	/* Truncated by a byte, or one too long */
+	ac->ac_flags = cpu_to_le32(KXFER_AUTH_F_KEY);
+	kxfer_wire_hdr_init(&ac->ac_hdr, KXFER_MSG_AUTH_CHALLENGE, len - 1, 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ac, len - 1, 1, &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
+	kxfer_wire_hdr_init(&ac->ac_hdr, KXFER_MSG_AUTH_CHALLENGE, len + 1, 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ac, len + 1, 1, &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
+}
+
+TEST_F(wire, auth_reply)
+{
+	struct kxfer_msg_auth_reply *ar = (void *)self->buf;
+	unsigned int len = sizeof(*ar);
+
+	kxfer_wire_hdr_init(&ar->ar_hdr, KXFER_MSG_AUTH_REPLY, len, 1, 0);
+	EXPECT_EQ(0, kxfer_wire_check(ar, len, 1, &self->why));
+	ar->ar_flags = cpu_to_le32(KXFER_AUTH_F_KEY);
+	memset(ar->ar_mac, 0x3c, sizeof(ar->ar_mac));
+	EXPECT_EQ(0, kxfer_wire_check(ar, len, 1, &self->why));
+
+	/* Without a key, a proof is malformed */
+	ar->ar_flags = 0;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ar, len, 1, &self->why));
+	EXPECT_STREQ("nonce or proof without a key", self->why);
+	memset(ar->ar_mac, 0, sizeof(ar->ar_mac));
+	ar->ar_mac[31] = 1;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ar, len, 1, &self->why));
+	ar->ar_mac[31] = 0;
+	EXPECT_EQ(0, kxfer_wire_check(ar, len, 1, &self->why));
+
+	ar->ar_pad = cpu_to_le32(0x100);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ar, len, 1, &self->why));
+	EXPECT_STREQ("non-zero padding", self->why);
+	ar->ar_pad = 0;
+	ar->ar_flags = cpu_to_le32(0x80000000);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ar, len, 1, &self->why));
+	EXPECT_STREQ("unknown authentication flags", self->why);
+
+	/* A challenge's length is not a reply's */
+	ar->ar_flags = 0;
+	kxfer_wire_hdr_init(&ar->ar_hdr, KXFER_MSG_AUTH_REPLY,
+			    sizeof(struct kxfer_msg_auth_challenge), 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ar,
+					    sizeof(struct kxfer_msg_auth_challenge),
+					    1, &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
+	kxfer_wire_hdr_init(&ar->ar_hdr, KXFER_MSG_AUTH_REPLY, len - 16, 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(ar, len - 16, 1, &self->why));
+}
+
+TEST_F(wire, auth_fail)
+{
+	struct kxfer_msg_auth_fail *af = (void *)self->buf;
+
+	kxfer_wire_hdr_init(&af->af_hdr, KXFER_MSG_AUTH_FAIL, sizeof(*af), 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(af, sizeof(*af), 1, &self->why));
+	EXPECT_STREQ("authentication failure without a reason", self->why);
+	af->af_reason = cpu_to_le32(KXFER_AUTH_FAIL_MAC);
+	EXPECT_EQ(0, kxfer_wire_check(af, sizeof(*af), 1, &self->why));
+	af->af_pad = cpu_to_le32(1);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(af, sizeof(*af), 1, &self->why));
+	EXPECT_STREQ("non-zero padding", self->why);
+	af->af_pad = 0;
+	kxfer_wire_hdr_init(&af->af_hdr, KXFER_MSG_AUTH_FAIL, sizeof(*af) + 8,
+			    1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(af, sizeof(*af) + 8, 1,
+					    &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
+}
+
 TEST_F(wire, export_ok)
 {
 	unsigned int len = make_export(self->buf, 3, 1);

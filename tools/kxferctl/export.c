@@ -17,6 +17,7 @@ static const char *const export_attr_names[KXFER_A_EXPORT_MAX + 1] = {
 	[KXFER_A_EXPORT_PAD]	= "pad",
 	[KXFER_A_EXPORT_FROM]	= "from",
 	[KXFER_A_EXPORT_PID]	= "pid",
+	[KXFER_A_EXPORT_AUTH]	= "auth",
 };
 
 static const struct kx_attr_set export_set = {
@@ -34,6 +35,7 @@ static const struct nla_policy export_policy[KXFER_A_EXPORT_MAX + 1] = {
 	[KXFER_A_EXPORT_ACCESS]	= { .type = NLA_U32 },
 	[KXFER_A_EXPORT_FROM]	= { .type = NLA_NESTED },
 	[KXFER_A_EXPORT_PID]	= { .type = NLA_U32 },
+	[KXFER_A_EXPORT_AUTH]	= { .type = NLA_U32 },
 };
 
 static void export_help(FILE *fp)
@@ -41,12 +43,15 @@ static void export_help(FILE *fp)
 	fprintf(fp,
 		"Usage: kxferctl export add NAME pool POOL [ offset OFFSET ] [ len LEN ]\n"
 		"                           [ peer { PEER | any } ] [ from PREFIX ] access ACCESS\n"
+		"                           [ auth { required | optional } ]\n"
 		"       kxferctl export del NAME\n"
 		"       kxferctl export show [ NAME ]\n"
 		"       kxferctl export help\n"
 		"where  OFFSET, LEN := NUMBER[K|M|G|T]   (binary: 1K = 1024)\n"
 		"       ACCESS := { read | write | atomic }[,...]\n"
-		"       PREFIX := ADDR[/LEN]   (only sessions whose far end is there)\n");
+		"       PREFIX := ADDR[/LEN]   (only sessions whose far end is there)\n"
+		"       auth required: only authenticated sessions, and with a PEER only\n"
+		"                      those that proved the key of that name\n");
 }
 
 static int export_cmd_help(struct kx *kx)
@@ -94,6 +99,9 @@ int export_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 		out_str("from", from);
 	if (tb[KXFER_A_EXPORT_ACCESS])
 		out_access(nla_get_u32(tb[KXFER_A_EXPORT_ACCESS]));
+	if (tb[KXFER_A_EXPORT_AUTH])
+		out_enum("auth", kx_auth_policies, KX_AUTH_POLICIES,
+			 nla_get_u32(tb[KXFER_A_EXPORT_AUTH]));
 	/* made by a process through /dev/kxfer, not by kxferctl */
 	if (tb[KXFER_A_EXPORT_PID])
 		out_u64("pid", nla_get_u32(tb[KXFER_A_EXPORT_PID]));
@@ -121,6 +129,7 @@ enum {
 	EXPORT_KEY_PEER,
 	EXPORT_KEY_ACCESS,
 	EXPORT_KEY_FROM,
+	EXPORT_KEY_AUTH,
 };
 
 static const char *const export_add_keys[] = {
@@ -130,6 +139,7 @@ static const char *const export_add_keys[] = {
 	[EXPORT_KEY_PEER]	= "peer",
 	[EXPORT_KEY_ACCESS]	= "access",
 	[EXPORT_KEY_FROM]	= "from",
+	[EXPORT_KEY_AUTH]	= "auth",
 };
 
 static int export_add(struct kx *kx)
@@ -138,7 +148,7 @@ static int export_add(struct kx *kx)
 	struct kx_prefix from;
 	uint64_t offset = 0, len = 0;
 	unsigned int seen = 0;
-	uint32_t access = 0;
+	uint32_t access = 0, auth = KXFER_AUTH_OPTIONAL;
 	struct nl_msg *msg;
 	int ret;
 
@@ -186,6 +196,10 @@ static int export_add(struct kx *kx)
 				return kx_usage_error("invalid access \"%s\" (expected read, write, atomic, or a comma-separated set of them)",
 						      val);
 			break;
+		case EXPORT_KEY_AUTH:
+			if (kx_parse_auth(val, &auth))
+				return KX_EXIT_USAGE;
+			break;
 		default:
 			return KX_EXIT_USAGE;
 		}
@@ -214,6 +228,8 @@ static int export_add(struct kx *kx)
 		ret = nla_put_string(msg, KXFER_A_EXPORT_PEER, peer);
 	if (!ret)
 		ret = nla_put_u32(msg, KXFER_A_EXPORT_ACCESS, access);
+	if (!ret && (seen & (1U << EXPORT_KEY_AUTH)))
+		ret = nla_put_u32(msg, KXFER_A_EXPORT_AUTH, auth);
 	if (ret >= 0 && (seen & (1U << EXPORT_KEY_FROM)))
 		ret = kx_nl_put_prefix(msg, KXFER_A_EXPORT_FROM, &from);
 	if (ret < 0) {

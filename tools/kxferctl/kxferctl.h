@@ -4,7 +4,7 @@
  *
  * Layout follows iproute2's rdma tool: kxferctl.c parses the global
  * options and dispatches on the object, each object file (dev.c, pool.c,
- * export.c, listen.c, peer.c, monitor.c) has its own command table and
+ * export.c, listen.c, peer.c, key.c, monitor.c) has its own command table and
  * help, nl.c owns the libnl socket, out.c is the one print path for text
  * and JSON, utils.c parses command-line words.
  */
@@ -67,6 +67,7 @@ struct kx {
 	bool json;
 	bool pretty;
 	bool details;
+	bool wipe_request;	/* the request holds a secret: wipe it */
 	struct kx_nl *nl;	/* opened by kx_nl_open() */
 };
 
@@ -104,6 +105,11 @@ int kx_parse_gid(const char *str, uint32_t *val);
 int kx_parse_mode(const char *str, uint32_t *val);
 int kx_parse_numa(const char *str, int32_t *val);
 int kx_parse_access(const char *str, uint32_t *val);
+
+/* enum kxfer_auth_policy: "optional", "required" */
+#define KX_AUTH_POLICIES	2
+extern const char *const kx_auth_policies[KX_AUTH_POLICIES];
+int kx_parse_auth(const char *str, uint32_t *val);
 int kx_check_name(const char *what, const char *name, size_t max);
 size_t kx_format_access(char *buf, size_t len, uint32_t access);
 int kx_parse_port(const char *str, uint16_t *val);
@@ -138,6 +144,7 @@ int kx_nl_monitor(struct kx *kx, kx_nl_msg_fn fn, void *arg);
 int kx_nl_parse(struct nlmsghdr *nlh, struct nlattr **tb, int maxtype,
 		const struct nla_policy *policy);
 int kx_nl_put_failed(int err);
+void kx_nl_wipe(struct nl_msg *msg);
 int kx_nl_put_prefix(struct nl_msg *msg, int type, const struct kx_prefix *pfx);
 int kx_nl_format_prefix(char *buf, size_t len, struct nlattr *nest);
 
@@ -174,6 +181,7 @@ int cmd_export(struct kx *kx);
 int cmd_listen(struct kx *kx);
 int cmd_peer(struct kx *kx);
 int cmd_stats(struct kx *kx);
+int cmd_key(struct kx *kx);
 int cmd_monitor(struct kx *kx);
 
 int dev_print(struct kx *kx, struct nlmsghdr *nlh, const char *event);

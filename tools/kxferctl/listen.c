@@ -24,6 +24,10 @@ static const char *const listen_attr_names[KXFER_A_LISTEN_MAX + 1] = {
 	[KXFER_A_LISTEN_STATE]		= "state",
 	[KXFER_A_LISTEN_ACCEPTED]	= "accepted",
 	[KXFER_A_LISTEN_REJECTED]	= "rejected",
+	[KXFER_A_LISTEN_KEY]		= "key",
+	[KXFER_A_LISTEN_AUTH]		= "auth",
+	[KXFER_A_LISTEN_AUTH_OK]	= "auth-ok",
+	[KXFER_A_LISTEN_AUTH_FAILED]	= "auth-failed",
 };
 
 static const struct kx_attr_set listen_set = {
@@ -40,6 +44,10 @@ static const struct nla_policy listen_policy[KXFER_A_LISTEN_MAX + 1] = {
 	[KXFER_A_LISTEN_STATE]		= { .type = NLA_U32 },
 	[KXFER_A_LISTEN_ACCEPTED]	= { .type = NLA_U32 },
 	[KXFER_A_LISTEN_REJECTED]	= { .type = NLA_U32 },
+	[KXFER_A_LISTEN_KEY]		= { .type = NLA_STRING },
+	[KXFER_A_LISTEN_AUTH]		= { .type = NLA_U32 },
+	[KXFER_A_LISTEN_AUTH_OK]	= { .type = NLA_U32 },
+	[KXFER_A_LISTEN_AUTH_FAILED]	= { .type = NLA_U32 },
 };
 
 static const char *const listen_states[] = {
@@ -51,12 +59,15 @@ static void listen_help(FILE *fp)
 {
 	fprintf(fp,
 		"Usage: kxferctl listen [ add ] ADDR [ port PORT ] [ allow PREFIX [ PREFIX ... ] ]...\n"
+		"                               [ key KEY ] [ auth { required | optional } ]\n"
 		"       kxferctl listen del ADDR [ port PORT ]\n"
 		"       kxferctl listen show\n"
 		"       kxferctl listen help\n"
 		"where  ADDR := { IPv4 address | IPv6 address }\n"
 		"       PORT := 1..65535   (default %d)\n"
-		"       PREFIX := ADDR[/LEN]   (of ADDR's family; no LEN: that address only)\n",
+		"       PREFIX := ADDR[/LEN]   (of ADDR's family; no LEN: that address only)\n"
+		"       KEY := the key (kxferctl key) sessions prove, unless their node has one\n"
+		"       auth required: only sessions that authenticate (default optional)\n",
 		KXFER_PORT);
 }
 
@@ -127,6 +138,16 @@ static int listen_print(struct kx *kx, struct nlmsghdr *nlh, void *arg)
 		out_u64("accepted", nla_get_u32(tb[KXFER_A_LISTEN_ACCEPTED]));
 	if (tb[KXFER_A_LISTEN_REJECTED])
 		out_u64("rejected", nla_get_u32(tb[KXFER_A_LISTEN_REJECTED]));
+	if (tb[KXFER_A_LISTEN_KEY])
+		out_str("key", nla_get_string(tb[KXFER_A_LISTEN_KEY]));
+	if (tb[KXFER_A_LISTEN_AUTH])
+		out_enum("auth", kx_auth_policies, KX_AUTH_POLICIES,
+			 nla_get_u32(tb[KXFER_A_LISTEN_AUTH]));
+	if (tb[KXFER_A_LISTEN_AUTH_OK])
+		out_u64("auth_ok", nla_get_u32(tb[KXFER_A_LISTEN_AUTH_OK]));
+	if (tb[KXFER_A_LISTEN_AUTH_FAILED])
+		out_u64("auth_failed",
+			nla_get_u32(tb[KXFER_A_LISTEN_AUTH_FAILED]));
 	/* last: in text the list runs to the end of the line */
 	if (allow_print(nlh))
 		ret = -1;
@@ -172,16 +193,28 @@ static int listen_prefix_arg(const char *val, const struct kx_addr *laddr,
 enum {
 	LISTEN_KEY_PORT,
 	LISTEN_KEY_ALLOW,
+	LISTEN_KEY_KEY,
+	LISTEN_KEY_AUTH,
 };
 
 static const char *const listen_add_keys[] = {
 	[LISTEN_KEY_PORT]	= "port",
 	[LISTEN_KEY_ALLOW]	= "allow",
+	[LISTEN_KEY_KEY]	= "key",
+	[LISTEN_KEY_AUTH]	= "auth",
+};
+
+/* What a new listener authenticates with. */
+struct listen_auth {
+	const char *key;	/* NULL: none of its own */
+	bool has_auth;
+	uint32_t auth;		/* enum kxfer_auth_policy */
 };
 
 static int listen_add_send(struct kx *kx, const struct kx_addr *addr,
 			   bool has_port, uint16_t port,
-			   const struct kx_prefix *allow, size_t nallow)
+			   const struct kx_prefix *allow, size_t nallow,
+			   const struct listen_auth *la)
 {
 	struct nl_msg *msg;
 	int ret;
@@ -197,6 +230,10 @@ static int listen_add_send(struct kx *kx, const struct kx_addr *addr,
 	/* no port: the module's default, KXFER_PORT */
 	if (!ret && has_port)
 		ret = nla_put_u16(msg, KXFER_A_LISTEN_PORT, port);
+	if (!ret && la->key)
+		ret = nla_put_string(msg, KXFER_A_LISTEN_KEY, la->key);
+	if (!ret && la->has_auth)
+		ret = nla_put_u32(msg, KXFER_A_LISTEN_AUTH, la->auth);
 	if (ret < 0) {
 		nlmsg_free(msg);
 		return kx_nl_put_failed(ret);
@@ -221,6 +258,7 @@ static int listen_add_send(struct kx *kx, const struct kx_addr *addr,
  */
 static int listen_add(struct kx *kx)
 {
+	struct listen_auth la = { 0 };
 	struct kx_prefix *allow;
 	unsigned int seen = 0;
 	struct kx_addr addr;
@@ -269,6 +307,15 @@ static int listen_add(struct kx *kx)
 				kx_arg_inc(kx);
 			}
 			break;
+		case LISTEN_KEY_KEY:
+			if (kx_check_name("key name", val, KXFER_NAME_MAX - 1))
+				ret = KX_EXIT_USAGE;
+			la.key = val;
+			break;
+		case LISTEN_KEY_AUTH:
+			ret = kx_parse_auth(val, &la.auth);
+			la.has_auth = true;
+			break;
 		default:
 			ret = KX_EXIT_USAGE;
 		}
@@ -277,7 +324,7 @@ static int listen_add(struct kx *kx)
 	}
 
 	ret = listen_add_send(kx, &addr, seen & (1U << LISTEN_KEY_PORT), port,
-			      allow, nallow);
+			      allow, nallow, &la);
 out:
 	free(allow);
 	return ret;

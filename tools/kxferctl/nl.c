@@ -155,6 +155,14 @@ struct nl_msg *kx_nl_msg(struct kx *kx, uint8_t cmd, int flags)
 	return msg;
 }
 
+/* Zero a request's bytes, before it is freed: it held a secret. */
+void kx_nl_wipe(struct nl_msg *msg)
+{
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+
+	explicit_bzero(nlh, nlh->nlmsg_len);
+}
+
 /* An nla_put*() failed while building a request. */
 int kx_nl_put_failed(int err)
 {
@@ -508,6 +516,8 @@ int kx_nl_request(struct kx *kx, struct nl_msg *msg,
 out_cb:
 	nl_cb_put(cb);
 out_msg:
+	if (kx->wipe_request)
+		kx_nl_wipe(msg);
 	nlmsg_free(msg);
 	return ret;
 }

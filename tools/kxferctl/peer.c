@@ -39,6 +39,9 @@ static const char *const peer_attr_names[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_STATS]		= "stats",
 	[KXFER_A_PEER_ATTEMPTS]		= "attempts",
 	[KXFER_A_PEER_NEXT_TRY_NS]	= "next-try-ns",
+	[KXFER_A_PEER_KEY]		= "key",
+	[KXFER_A_PEER_AUTH]		= "auth",
+	[KXFER_A_PEER_AUTH_FAILURES]	= "auth-failures",
 };
 
 static const struct kx_attr_set peer_set = {
@@ -67,9 +70,22 @@ static const struct nla_policy peer_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_UP_NS]		= { .type = NLA_U64 },
 	[KXFER_A_PEER_QP]		= { .type = NLA_NESTED },
 	[KXFER_A_PEER_REMOTE_EXPORT]	= { .type = NLA_NESTED },
+	[KXFER_A_PEER_KEY]		= { .type = NLA_STRING },
+	[KXFER_A_PEER_AUTH]		= { .type = NLA_U32 },
+	[KXFER_A_PEER_AUTH_FAILURES]	= { .type = NLA_U32 },
+	[KXFER_A_PEER_ID]		= { .type = NLA_U32 },
 	[KXFER_A_PEER_ATTEMPTS]		= { .type = NLA_U32 },
 	/* s64, as NLA_U64 for the same reason as last_errno */
 	[KXFER_A_PEER_NEXT_TRY_NS]	= { .type = NLA_U64 },
+};
+
+/* enum kxfer_peer_auth */
+static const char *const peer_auths[] = {
+	[KXFER_PEER_AUTH_NONE]		= "none",
+	[KXFER_PEER_AUTH_PENDING]	= "pending",
+	[KXFER_PEER_AUTH_OK]		= "ok",
+	[KXFER_PEER_AUTH_SHARED]	= "shared",
+	[KXFER_PEER_AUTH_FAILED]	= "failed",
 };
 
 static const struct nla_policy qp_policy[KXFER_A_QP_MAX + 1] = {
@@ -107,14 +123,16 @@ static const char *const qp_states[] = {
 static void peer_help(FILE *fp)
 {
 	fprintf(fp,
-		"Usage: kxferctl peer add NAME ADDR [ port PORT ] [ qps QPS ] [ depth DEPTH ]\n"
+		"Usage: kxferctl peer add NAME ADDR [ port PORT ] [ qps QPS ] [ depth DEPTH ] [ key KEY ]\n"
 		"       kxferctl peer del NAME\n"
 		"       kxferctl peer show [ NAME ]\n"
 		"       kxferctl peer help\n"
 		"where  ADDR := { IPv4 address | IPv6 address }\n"
 		"       PORT := 1..65535   (default %d)\n"
 		"       QPS := 1..%d   (queue pairs of the session)\n"
-		"       DEPTH := send queue depth of each queue pair\n",
+		"       DEPTH := send queue depth of each queue pair\n"
+		"       KEY := the key (kxferctl key) both sides prove; the session is\n"
+		"              then authenticated, or not up\n",
 		KXFER_PORT, KXFER_MAX_QPS);
 }
 
@@ -286,6 +304,9 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 	if (event)
 		out_event(event);
 	out_name("peer", nla_get_string(tb[KXFER_A_PEER_NAME]));
+	/* sessions may share a name (a node's, accepted); the id tells them apart */
+	if (tb[KXFER_A_PEER_ID])
+		out_u64("id", nla_get_u32(tb[KXFER_A_PEER_ID]));
 	if (tb[KXFER_A_PEER_ROLE])
 		out_enum("role", peer_roles, ARRAY_SIZE(peer_roles),
 			 nla_get_u32(tb[KXFER_A_PEER_ROLE]));
@@ -322,6 +343,14 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 	if (tb[KXFER_A_PEER_UP_NS])
 		out_ns("connect_time", "up_ns",
 		       nla_get_u64(tb[KXFER_A_PEER_UP_NS]));
+	if (tb[KXFER_A_PEER_AUTH])
+		out_enum("auth", peer_auths, ARRAY_SIZE(peer_auths),
+			 nla_get_u32(tb[KXFER_A_PEER_AUTH]));
+	if (tb[KXFER_A_PEER_KEY])
+		out_str("key", nla_get_string(tb[KXFER_A_PEER_KEY]));
+	if (tb[KXFER_A_PEER_AUTH_FAILURES])
+		out_u64("auth_failures",
+			nla_get_u32(tb[KXFER_A_PEER_AUTH_FAILURES]));
 	peer_error_print(tb);
 
 	/* last: in text each QP and export is a continuation line */
@@ -351,22 +380,24 @@ enum {
 	PEER_KEY_PORT,
 	PEER_KEY_QPS,
 	PEER_KEY_DEPTH,
+	PEER_KEY_KEY,
 };
 
 static const char *const peer_add_keys[] = {
 	[PEER_KEY_PORT]		= "port",
 	[PEER_KEY_QPS]		= "qps",
 	[PEER_KEY_DEPTH]	= "depth",
+	[PEER_KEY_KEY]		= "key",
 };
 
 static int peer_add(struct kx *kx)
 {
+	const char *name, *key = NULL;
 	uint32_t qps = 0, depth = 0;
 	unsigned int seen = 0;
 	struct kx_addr addr;
 	struct nl_msg *msg;
 	uint16_t port = 0;
-	const char *name;
 	int ret;
 
 	ret = peer_name_arg(kx, "add", &name);
@@ -381,11 +412,11 @@ static int peer_add(struct kx *kx)
 
 	while (!kx_no_arg(kx)) {
 		const char *val;
-		int key;
+		int word;
 
-		key = kx_next_keyword(kx, peer_add_keys, ARRAY_SIZE(peer_add_keys),
-				      &seen, &val);
-		switch (key) {
+		word = kx_next_keyword(kx, peer_add_keys, ARRAY_SIZE(peer_add_keys),
+				       &seen, &val);
+		switch (word) {
 		case PEER_KEY_PORT:
 			if (kx_parse_port(val, &port))
 				return kx_usage_error("invalid port \"%s\" (expected 1 to 65535)",
@@ -400,6 +431,11 @@ static int peer_add(struct kx *kx)
 			if (kx_parse_u32(val, &depth) || !depth)
 				return kx_usage_error("invalid depth \"%s\" (expected a positive number)",
 						      val);
+			break;
+		case PEER_KEY_KEY:
+			if (kx_check_name("key name", val, KXFER_NAME_MAX - 1))
+				return KX_EXIT_USAGE;
+			key = val;
 			break;
 		default:
 			return KX_EXIT_USAGE;
@@ -423,6 +459,8 @@ static int peer_add(struct kx *kx)
 		ret = nla_put_u32(msg, KXFER_A_PEER_QPS, qps);
 	if (!ret && (seen & (1U << PEER_KEY_DEPTH)))
 		ret = nla_put_u32(msg, KXFER_A_PEER_DEPTH, depth);
+	if (!ret && key)
+		ret = nla_put_string(msg, KXFER_A_PEER_KEY, key);
 	if (ret < 0) {
 		nlmsg_free(msg);
 		return kx_nl_put_failed(ret);

@@ -231,6 +231,26 @@ int kx_parse_access(const char *str, uint32_t *val)
  * the tool does not know are shown in hex; no bit at all is "none".
  * Return: the length of the full string, as snprintf().
  */
+const char *const kx_auth_policies[KX_AUTH_POLICIES] = {
+	[KXFER_AUTH_OPTIONAL]	= "optional",
+	[KXFER_AUTH_REQUIRED]	= "required",
+};
+
+/*
+ * "required" or "optional" (abbreviated as any word) into an enum
+ * kxfer_auth_policy.  Returns KX_EXIT_OK, or KX_EXIT_USAGE after saying why.
+ */
+int kx_parse_auth(const char *str, uint32_t *val)
+{
+	int idx = kx_lookup(str, kx_auth_policies, KX_AUTH_POLICIES);
+
+	if (idx < 0)
+		return kx_usage_error("invalid auth \"%s\" (expected required or optional)",
+				      str);
+	*val = (uint32_t)idx;
+	return KX_EXIT_OK;
+}
+
 size_t kx_format_access(char *buf, size_t len, uint32_t access)
 {
 	size_t pos = 0;

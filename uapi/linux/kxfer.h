@@ -689,6 +689,12 @@ enum {
 	KXFER_A_EXPORT_FROM,		/* nest "prefix"; absent: any address */
 	/* u32, made by this process through /dev/kxfer; absent: kxferctl */
 	KXFER_A_EXPORT_PID,
+	/*
+	 * u32, enum kxfer_auth_policy; absent: optional.  REQUIRED: only
+	 * authenticated sessions get the export, and with a PEER only those
+	 * whose name was proven (KXFER_PEER_AUTH_OK)
+	 */
+	KXFER_A_EXPORT_AUTH,
 
 	__KXFER_A_EXPORT_MAX,
 	KXFER_A_EXPORT_MAX = __KXFER_A_EXPORT_MAX - 1
@@ -703,6 +709,11 @@ enum {
 	KXFER_A_LISTEN_STATE,		/* u32, enum kxfer_listen_state */
 	KXFER_A_LISTEN_ACCEPTED,	/* u32, connections accepted */
 	KXFER_A_LISTEN_REJECTED,	/* u32, connections refused */
+	/* string: the key accepting sessions prove, unless their node has one */
+	KXFER_A_LISTEN_KEY,
+	KXFER_A_LISTEN_AUTH,		/* u32, enum kxfer_auth_policy */
+	KXFER_A_LISTEN_AUTH_OK,		/* u32, sessions authenticated */
+	KXFER_A_LISTEN_AUTH_FAILED,	/* u32, authentications that failed */
 
 	__KXFER_A_LISTEN_MAX,
 	KXFER_A_LISTEN_MAX = __KXFER_A_LISTEN_MAX - 1
@@ -756,6 +767,13 @@ enum {
 	KXFER_A_PEER_ATTEMPTS,
 	/* s64, connector, down: ns until the next attempt (< 0: overdue) */
 	KXFER_A_PEER_NEXT_TRY_NS,
+	/*
+	 * string: the key a connecting session proves (peer add), or the key
+	 * an accepting session proved
+	 */
+	KXFER_A_PEER_KEY,
+	KXFER_A_PEER_AUTH,		/* u32, enum kxfer_peer_auth */
+	KXFER_A_PEER_AUTH_FAILURES,	/* u32, handshakes failed, connecting side */
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
@@ -820,6 +838,54 @@ enum {
 	KXFER_A_STATS_MAX = __KXFER_A_STATS_MAX - 1
 };
 
+/*
+ * attribute-set "key": a secret two nodes share to authenticate sessions
+ * (DESIGN §10).  The secret is written, never read: replies carry the
+ * name, the node it is bound to and who uses it.
+ */
+enum {
+	KXFER_A_KEY_UNSPEC,
+	KXFER_A_KEY_NAME,		/* string */
+	/* binary, KXFER_KEY_MIN_LEN..KXFER_KEY_MAX_LEN bytes; requests only */
+	KXFER_A_KEY_SECRET,
+	/*
+	 * string: listeners authenticate sessions from the node of this name
+	 * with this key (rather than the listener's); absent: none
+	 */
+	KXFER_A_KEY_PEER,
+	KXFER_A_KEY_GEN,		/* u32, 1, one more at each KEY_SET */
+	/* nest, attribute-set "listen" (addr, port); one per listener using it */
+	KXFER_A_KEY_LISTENER,
+	KXFER_A_KEY_USER,		/* string, a connecting peer using it; repeated */
+
+	__KXFER_A_KEY_MAX,
+	KXFER_A_KEY_MAX = __KXFER_A_KEY_MAX - 1
+};
+
+/* Bytes of a key's secret (KXFER_A_KEY_SECRET) */
+#define KXFER_KEY_MIN_LEN	16
+#define KXFER_KEY_MAX_LEN	64
+
+/* Authentication a listener or an export asks for */
+enum kxfer_auth_policy {
+	KXFER_AUTH_OPTIONAL,		/* when both sides hold a key */
+	KXFER_AUTH_REQUIRED,		/* only authenticated sessions */
+};
+
+/* Whether a session is authenticated (KXFER_A_PEER_AUTH) */
+enum kxfer_peer_auth {
+	KXFER_PEER_AUTH_NONE,		/* not authenticated (no key) */
+	KXFER_PEER_AUTH_PENDING,	/* the handshake is under way */
+	/* both proved the key of the session's name */
+	KXFER_PEER_AUTH_OK,
+	/*
+	 * accepting side: the peer proved the listener's key, which every
+	 * node that may connect holds; its name is claimed, not proven
+	 */
+	KXFER_PEER_AUTH_SHARED,
+	KXFER_PEER_AUTH_FAILED,		/* the last handshake failed */
+};
+
 enum kxfer_peer_state {
 	KXFER_PEER_CONNECTING,		/* resolving, connecting, exchanging */
 	KXFER_PEER_UP,			/* exports exchanged, usable */
@@ -861,6 +927,10 @@ enum {
 	KXFER_CMD_PEER_DEL_NTF,		/* monitor: session gone (NAME) */
 	/* do (KXFER_A_PEER_NAME) and dump: NAME, ID, STATS, QP (counters) */
 	KXFER_CMD_STATS_GET,
+	KXFER_CMD_KEY_NEW,		/* admin: NAME, SECRET; PEER */
+	KXFER_CMD_KEY_SET,		/* admin: NAME, SECRET: a new secret */
+	KXFER_CMD_KEY_DEL,		/* admin: NAME, a key nothing uses */
+	KXFER_CMD_KEY_GET,		/* do (NAME) and dump; never the secret */
 
 	__KXFER_CMD_MAX,
 	KXFER_CMD_MAX = __KXFER_CMD_MAX - 1
