@@ -62,6 +62,14 @@ setup_guest() {
 		! slowwait 60 busybox ping -c 1 -W 1 "$KXFER_PEER_ADDR" >/dev/null; then
 		rig_say "warning: $KXFER_PEER_ADDR does not answer ping"
 	fi
+	# Two pings a second to the peer for as long as the guest runs.
+	# Under rxe's storms a guest's virtio transmit queue has stayed
+	# stopped for good (NETDEV WATCHDOG), its completion interrupt lost;
+	# with transmit NAPI, any packet received reaps the ring and wakes
+	# the queue, and the peer's pings keep arriving.
+	if [[ -n ${KXFER_PEER_ADDR:-} ]]; then
+		busybox ping -q -i 0.5 "$KXFER_PEER_ADDR" >/dev/null 2>&1 &
+	fi
 	return 0
 }
 
