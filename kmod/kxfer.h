@@ -328,12 +328,17 @@ struct device *kxfer_chardev_dma_device(void);
  */
 static inline void kxfer_pool_job_end(struct kxfer_pool *pool)
 {
+	/* Only a dma-buf's pool can be revoked: no other pays for counting */
+	if (pool->kp_kind != KXFER_POOL_KIND_DMABUF)
+		return;
 	if (atomic_dec_and_test(&pool->kp_jobs))
 		wake_up_var(&pool->kp_jobs);
 }
 
 static inline bool kxfer_pool_job_begin(struct kxfer_pool *pool)
 {
+	if (pool->kp_kind != KXFER_POOL_KIND_DMABUF)
+		return true;
 	atomic_inc(&pool->kp_jobs);
 	/* Pairs with the barrier after kp_revoked is set (upool.c). */
 	smp_mb__after_atomic();
