@@ -120,11 +120,6 @@ static int kxfer_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
-static bool kxfer_zero(const void *p, size_t len)
-{
-	return !memchr_inv(p, 0, len);
-}
-
 static long kxfer_ioc_query(struct kxfer_file *kf, void __user *uarg)
 {
 	struct kxfer_query q;

@@ -414,7 +414,7 @@ struct kxfer_qp {
 	bool			q_established;
 	u32			q_remote_qpn;
 
-	/* data path (job.c) */
+	/* data path (post.c) */
 	spinlock_t		q_post_lock;	/* the five below */
 	unsigned int		q_sq_free;	/* send slots for data WRs */
 	s64			q_bytes_free;
@@ -857,7 +857,7 @@ void kxfer_auth_reset(struct kxfer_session *s);
 void kxfer_auth_release(struct kxfer_session *s);
 
 /* ---------------------------------------------------------------------- */
-/* chardev.c, job.c: /dev/kxfer and the jobs submitted through it          */
+/* chardev.c, job.c and the data path: /dev/kxfer and its jobs             */
 /* ---------------------------------------------------------------------- */
 
 extern unsigned int kxfer_max_segments;
@@ -946,6 +946,15 @@ long kxfer_ioc_notify_unsub(struct kxfer_file *kf, void __user *uarg);
 void kxfer_file_drop_subs(struct kxfer_file *kf);
 void kxfer_file_free_notes(struct kxfer_file *kf);
 void kxfer_file_free_gates(struct kxfer_file *kf);
+/* Caller holds s_mutex. */
+struct kxfer_rexport *kxfer_rexport_find(struct kxfer_session *s,
+					 const char *name);
+
+/* Reserved fields and padding: zero, or the call is refused. */
+static inline bool kxfer_zero(const void *p, size_t len)
+{
+	return !memchr_inv(p, 0, len);
+}
 
 /* ---------------------------------------------------------------------- */
 /* netlink.c: the "kxfer" generic netlink family                           */

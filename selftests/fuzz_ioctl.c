@@ -138,7 +138,7 @@ static const char *const call_name[C_NCALLS] = {
 	"unknown-ioctl", "mmap", "close-under-use", "arena-remap",
 };
 
-/* errnos each call may return: kmod/chardev.c, kmod/job.c, kmod/pool.c */
+/* errnos each call may return: kmod/chardev.c, kmod/job.c, kmod/event.c, kmod/handle.c, kmod/pool.c */
 static const int set_query[] = { EFAULT, EINVAL, 0 };
 static const int set_attach[] = { EFAULT, EINVAL, ENOENT, EACCES, EMFILE,
 				  ENOMEM, 0 };

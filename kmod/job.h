@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * kxfer: what the data path's files share (job.c builds jobs, post.c
+ * posts and completes them, notify.c notifies, fence.c orders, event.c
+ * reports).  Not for the rest of the module.
+ */
+#ifndef _KXFER_JOB_H
+#define _KXFER_JOB_H
+
+#define KXFER_JOB_BATCH		32
+#define KXFER_JOB_BATCH_BYTES	(4U << 20)
+#define KXFER_JOB_MAX_WRS	65536	/* 64 GiB with a 1 MiB stripe */
+
+struct kxfer_task;
+
+/* A run of WRs of one part, the last of which is signaled. */
+struct kxfer_job_batch {
+	struct ib_cqe		b_cqe;
+	struct kxfer_job_part	*b_part;
+	u32			b_nwr;
+	u32			b_bytes;
+};
+
+/* A job's share of one QP: WRs in plan order, posted in order. */
+struct kxfer_job_part {
+	struct list_head	p_node;		/* on q_backlog */
+	struct kxfer_task	*p_job;
+	struct kxfer_qp		*p_qp;
+	struct ib_rdma_wr	*p_wrs;
+	struct ib_atomic_wr	*p_atomic;	/* instead, for CAS and FADD */
+	u32			p_nwr;
+	u32			p_posted;	/* WRs posted */
+	u32			p_batch;	/* WRs per batch */
+	u64			p_bytes;
+	struct kxfer_job_batch	*p_batches;
+	u32			p_nbatches;
+	bool			p_broken;	/* a post failed: wait for teardown */
+};
+
+/*
+ * FENCE: the jobs of one file to one session, counted from submission
+ * to completion event.  A FENCE job waits until that count is zero, and
+ * every job submitted after a waiting one waits behind it, in order.
+ */
+struct kxfer_gate {
+	struct list_head	g_node;		/* on kf_gates */
+	struct kxfer_file	*g_file;
+	struct kxfer_session	*g_sess;	/* referenced */
+	unsigned int		g_inflight;	/* under kf_lock */
+	struct list_head	g_held;		/* jobs waiting, under kf_lock */
+	struct work_struct	g_work;		/* starts the jobs waiting */
+};
+
+struct kxfer_task {
+	struct kxfer_file	*j_file;
+	struct kxfer_gate	*j_gate;
+	struct list_head	j_held_node;	/* on g_held */
+	u64			j_conn_gen;	/* s_conn_gen it was built for */
+	bool			j_fence;
+	struct kxfer_session	*j_sess;
+	struct kxfer_pool	*j_pool;
+	u64			j_user_data;
+	u64			j_bytes;
+	atomic_t		j_left;		/* batches not yet completed */
+	int			j_status;
+	u32			j_wc_status;
+	struct ib_cqe		j_err_cqe;	/* unsignaled WRs */
+	struct llist_node	j_free;
+	struct list_head	j_notify_node;	/* on s_notifyq */
+	bool			j_notify;
+	bool			j_imm;		/* NOTIFY by WRITE_WITH_IMM */
+	u32			j_op;
+	u64			j_notify_value;
+	void			*j_msg;		/* NOTIFY_MSG: its bytes */
+	u32			j_msg_len;
+	u64			j_rgen;
+	char			j_rname[KXFER_NAME_MAX];
+	u32			j_nparts;
+	struct ib_atomic_wr	j_atomic;
+	struct kxfer_job_part	j_parts[KXFER_MAX_QPS];
+	/* WRs, SGEs and batches follow in one allocation */
+};
+
+/* post.c */
+void kxfer_job_set_error(struct kxfer_task *job, int err, u32 wc_status);
+void kxfer_job_batches_done(struct kxfer_task *job, unsigned int n);
+void kxfer_job_post(struct kxfer_task *job);
+void kxfer_job_wc_batch(struct ib_cq *cq, struct ib_wc *wc);
+void kxfer_job_wc_error(struct ib_cq *cq, struct ib_wc *wc);
+void kxfer_job_start(struct kxfer_task *job);
+void kxfer_job_abort(struct kxfer_task *job, int err);
+
+/* notify.c */
+void kxfer_job_notify_msg(const struct kxfer_task *job,
+			  struct kxfer_msg_notify *n);
+void kxfer_job_notified(const struct kxfer_task *job);
+void kxfer_job_imm(struct kxfer_task *job);
+
+/* fence.c */
+struct kxfer_gate *kxfer_gate_get(struct kxfer_file *kf,
+				  struct kxfer_session *s);
+
+/* event.c */
+void kxfer_file_complete_locked(struct kxfer_file *kf,
+				const struct kxfer_event *ev);
+void kxfer_file_post_note(struct kxfer_file *kf, const struct kxfer_event *ev,
+			  void *msg);
+
+#endif /* _KXFER_JOB_H */
