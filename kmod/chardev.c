@@ -195,6 +195,8 @@ static long kxfer_ioc_pool_detach(struct kxfer_file *kf, void __user *uarg)
 	pool = xa_erase(&kf->kf_pools, d.handle);
 	if (!pool)
 		return -ENOENT;
+	/* Completed jobs drop their holds first: see post.c. */
+	kxfer_file_jobs_settle(kf);
 	kxfer_pool_end_attachment(kf, pool);
 	return 0;
 }

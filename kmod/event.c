@@ -184,6 +184,14 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 			}
 			if (r.timeout_ns > 0 && ktime_after(ktime_get(), deadline))
 				break;
+			/*
+			 * Run what the provider and the CQ left to softirq on
+			 * this CPU (rxe's tasklet on 6.1, the CQ's irq_poll):
+			 * the completion comes to us instead of waiting for
+			 * ksoftirqd to be scheduled.
+			 */
+			local_bh_disable();
+			local_bh_enable();
 			cond_resched();
 			continue;
 		}

@@ -51,7 +51,7 @@ static void kxfer_gate_work(struct work_struct *work)
 			kxfer_job_abort(job, -ESTALE);
 			continue;
 		}
-		kxfer_job_start(job);
+		kxfer_job_start(job, NULL);
 	}
 	mutex_unlock(&s->s_mutex);
 	kxfer_file_put(kf);
@@ -64,8 +64,19 @@ struct kxfer_gate *kxfer_gate_get(struct kxfer_file *kf,
 	struct kxfer_gate *g, *new;
 	unsigned long flags;
 
+	/* Gates live as long as the file: allocate on first use only. */
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	list_for_each_entry(g, &kf->kf_gates, g_node) {
+		if (g->g_sess == s) {
+			spin_unlock_irqrestore(&kf->kf_lock, flags);
+			return g;
+		}
+	}
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+
 	new = kzalloc(sizeof(*new), GFP_KERNEL);
 	spin_lock_irqsave(&kf->kf_lock, flags);
+	/* Another thread of the file may have made it meanwhile. */
 	list_for_each_entry(g, &kf->kf_gates, g_node) {
 		if (g->g_sess == s) {
 			spin_unlock_irqrestore(&kf->kf_lock, flags);

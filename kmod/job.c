@@ -229,7 +229,8 @@ static int kxfer_job_check_notify(const struct kxfer_job *uj)
  * Return: 0, or the refusal's errno; then nothing was posted.
  */
 static int kxfer_job_submit_one(struct kxfer_file *kf,
-				const struct kxfer_job *uj)
+				const struct kxfer_job *uj,
+				struct kxfer_kick *kick)
 {
 	struct kxfer_plan_ctx pctx = {};
 	struct kxfer_plan plan = {};
@@ -560,6 +561,7 @@ ready:
 	job->j_file = kf;
 	job->j_gate = gate;
 	job->j_fence = uj->flags & KXFER_JOB_FENCE;
+	job->j_inline = !kick && plan.nwr <= KXFER_INLINE_WRS;
 	job->j_conn_gen = s->s_conn_gen;
 	INIT_LIST_HEAD(&job->j_held_node);
 
@@ -579,8 +581,18 @@ ready:
 	else
 		gate->g_inflight++;
 	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	if (!hold && kick && kick->k_sess != s) {
+		/* A SUBMIT's jobs to another session: post theirs first. */
+		kxfer_kick_flush(kick);
+		kxfer_session_get(s);
+		kick->k_sess = s;
+	}
 	if (!hold)
-		kxfer_job_start(job);
+		kxfer_job_start(job, kick);
+	if (!hold && kick && ++kick->k_jobs >= KXFER_KICK_JOBS) {
+		kxfer_kick_flush(kick);
+		kick->k_jobs = 0;
+	}
 	mutex_unlock(&s->s_mutex);
 	kvfree(scratch);
 	kvfree(segs);
@@ -614,6 +626,7 @@ out_segs:
  */
 long kxfer_ioc_submit(struct kxfer_file *kf, void __user *uarg)
 {
+	struct kxfer_kick kick = {};
 	struct kxfer_submit sub;
 	int err = 0;
 	u32 i;
@@ -648,7 +661,8 @@ long kxfer_ioc_submit(struct kxfer_file *kf, void __user *uarg)
 		if (err)
 			break;
 
-		err = kxfer_job_submit_one(kf, &uj);
+		err = kxfer_job_submit_one(kf, &uj,
+					   sub.njobs > 1 ? &kick : NULL);
 		if (err) {
 			spin_lock_irqsave(&kf->kf_lock, flags);
 			kf->kf_inflight--;
@@ -657,6 +671,8 @@ long kxfer_ioc_submit(struct kxfer_file *kf, void __user *uarg)
 		}
 	}
 
+	/* The jobs taken wait in their QPs' backlogs: one post per QP. */
+	kxfer_kick_flush(&kick);
 	sub.accepted = i;
 	sub.error = err;
 	if (copy_to_user(uarg, &sub, sizeof(sub)))

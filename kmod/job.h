@@ -10,15 +10,39 @@
 #define KXFER_JOB_BATCH		32
 #define KXFER_JOB_BATCH_BYTES	(4U << 20)
 #define KXFER_JOB_MAX_WRS	65536	/* 64 GiB with a 1 MiB stripe */
+/*
+ * A SUBMIT of one job of at most KXFER_INLINE_WRS WRs is latency-bound:
+ * its posting runs the provider's deferred work (softirq) in the
+ * submitter's context.  A SUBMIT of several jobs posts each QP's share
+ * once, at its end, and leaves the provider's work to softirq, on
+ * whichever CPU, so that posting and the NIC's work overlap.
+ */
+#define KXFER_INLINE_WRS	8
+/*
+ * In one post, a batch end is signaled when at least this many WRs, or
+ * KXFER_JOB_BATCH_BYTES, went since the last signaled one, and at the end
+ * of the post: the other batch ends of a SUBMIT of many small jobs make
+ * no completion of their own (selective signaling, as RDS and xprtrdma
+ * do).  The send queue then holds at most this plus one batch of WRs
+ * with no completion to free their slots.
+ */
+#define KXFER_SIGNAL_WRS	16
 
 struct kxfer_task;
 
-/* A run of WRs of one part, the last of which is signaled. */
+/*
+ * A run of WRs of one part, the last of which is signaled, or, when more
+ * WRs follow it in the same post, quiet: then the completion of the next
+ * signaled batch of the QP retires it (a QP completes in order).
+ */
 struct kxfer_job_batch {
 	struct ib_cqe		b_cqe;
 	struct kxfer_job_part	*b_part;
 	u32			b_nwr;
 	u32			b_bytes;
+	bool			b_quiet;
+	u64			b_seq;		/* of the QP's batches posted */
+	struct list_head	b_node;		/* on q_quiet */
 };
 
 /* A job's share of one QP: WRs in plan order, posted in order. */
@@ -34,6 +58,8 @@ struct kxfer_job_part {
 	u64			p_bytes;
 	struct kxfer_job_batch	*p_batches;
 	u32			p_nbatches;
+	u32			p_chain;	/* WRs in the chain being posted */
+	struct ib_send_wr	*p_saved;	/* its last WR's next, meanwhile */
 	bool			p_broken;	/* a post failed: wait for teardown */
 };
 
@@ -57,6 +83,7 @@ struct kxfer_task {
 	struct list_head	j_held_node;	/* on g_held */
 	u64			j_conn_gen;	/* s_conn_gen it was built for */
 	bool			j_fence;
+	bool			j_inline;	/* post with the provider's work */
 	struct kxfer_session	*j_sess;
 	struct kxfer_pool	*j_pool;
 	u64			j_user_data;
@@ -81,13 +108,27 @@ struct kxfer_task {
 	/* WRs, SGEs and batches follow in one allocation */
 };
 
+/* The QPs of one session that a SUBMIT's jobs wait on, to post at its end. */
+struct kxfer_kick {
+	struct kxfer_session	*k_sess;	/* referenced */
+	unsigned long		k_qps;		/* bit i: s_qps[i] */
+	unsigned int		k_jobs;
+};
+
+/*
+ * A long SUBMIT posts every so many jobs, so that the NIC starts on the
+ * first ones while the rest are built.
+ */
+#define KXFER_KICK_JOBS		64
+
 /* post.c */
 void kxfer_job_set_error(struct kxfer_task *job, int err, u32 wc_status);
 void kxfer_job_batches_done(struct kxfer_task *job, unsigned int n);
 void kxfer_job_post(struct kxfer_task *job);
 void kxfer_job_wc_batch(struct ib_cq *cq, struct ib_wc *wc);
 void kxfer_job_wc_error(struct ib_cq *cq, struct ib_wc *wc);
-void kxfer_job_start(struct kxfer_task *job);
+void kxfer_job_start(struct kxfer_task *job, struct kxfer_kick *kick);
+void kxfer_kick_flush(struct kxfer_kick *kick);
 void kxfer_job_abort(struct kxfer_task *job, int err);
 
 /* notify.c */

@@ -403,6 +403,9 @@ enum {
  *	completions come back (KXFER_QP_INFLIGHT_BYTES at start)
  * @q_dead: set when teardown begins; nothing is posted after it
  * @q_backlog: job parts, in submission order, waiting for slots
+ * @q_quiet: batches posted without a completion of their own, in post
+ *	order; the next signaled batch's completion retires them
+ * @q_seq: batches posted, numbering them for @q_quiet
  */
 struct kxfer_qp {
 	enum kxfer_cm_kind	q_kind;
@@ -415,17 +418,20 @@ struct kxfer_qp {
 	u32			q_remote_qpn;
 
 	/* data path (post.c) */
-	spinlock_t		q_post_lock;	/* the five below */
+	spinlock_t		q_post_lock;	/* the seven below */
 	unsigned int		q_sq_free;	/* send slots for data WRs */
 	s64			q_bytes_free;
 	bool			q_dead;		/* teardown began: post nothing */
 	struct list_head	q_backlog;	/* job parts waiting for slots */
+	struct list_head	q_quiet;	/* posted unsignaled batches */
+	u64			q_seq;
 
 	/* statistics since the session was made, under q_post_lock */
 	u64			q_parts;	/* job parts started */
 	u64			q_bytes;
 	u64			q_wrs;		/* work requests posted */
 	u64			q_doorbells;	/* ib_post_send() calls */
+	u64			q_signaled;	/* signaled data WRs */
 };
 
 /* Statistics of a session since it was made (kxferctl stats show). */
@@ -903,6 +909,8 @@ struct kxfer_file {
 	unsigned int		kf_nnotes;
 	/* FENCE order, one gate per session used, under kf_lock */
 	struct list_head	kf_gates;
+	/* jobs whose event is posted and that are not yet freed */
+	atomic_t		kf_freeing;
 };
 
 /**
@@ -936,6 +944,7 @@ void kxfer_session_get(struct kxfer_session *s);
 void kxfer_session_put(struct kxfer_session *s);
 struct kxfer_session *kxfer_session_find(const char *name);
 void kxfer_jobs_flush(void);
+void kxfer_file_jobs_settle(struct kxfer_file *kf);
 void kxfer_job_sent(struct kxfer_task *job, int status);
 void kxfer_session_notify_flush(struct kxfer_session *s);
 void kxfer_session_notify_fail(struct kxfer_session *s);

@@ -2,8 +2,8 @@
 /*
  * kxfer: posting a job's work requests and completing the job.
  *
- * A job's parts go to their QPs' send queues in batches (kxfer_part_post,
- * one chain per doorbell), wait on a QP's backlog when the queue or the
+ * A job's parts go to their QPs' send queues in batches (kxfer_qp_kick:
+ * one chain, one doorbell, for every part that fits), wait on a QP's backlog when the queue or the
  * bytes in flight are full, complete batch by batch in the CQ handlers,
  * and end with exactly one event to the file (kxfer_job_post).  Session
  * teardown stops posting, drains the QPs and fails what never got posted
@@ -28,6 +28,7 @@ static void kxfer_job_free_work(struct work_struct *work)
 			kxfer_pool_put(job->j_pool);
 		kfree(job->j_msg);
 		kxfer_session_put(job->j_sess);
+		atomic_dec(&job->j_file->kf_freeing);
 		kxfer_file_put(job->j_file);
 		kvfree(job);
 	}
@@ -108,6 +109,8 @@ void kxfer_job_post(struct kxfer_task *job)
 	ev.user_data = job->j_user_data;
 	ev.bytes = job->j_status ? 0 : job->j_bytes;
 	ev.wc_status = job->j_wc_status;
+	/* Before the event: see kxfer_file_jobs_settle(). */
+	atomic_inc(&kf->kf_freeing);
 	spin_lock_irqsave(&kf->kf_lock, flags);
 	/* The last job ahead of a FENCE: start what waits (holds the file). */
 	if (!--g->g_inflight && !list_empty(&g->g_held) &&
@@ -163,88 +166,184 @@ void kxfer_job_batches_done(struct kxfer_task *job, unsigned int n)
 		kxfer_job_finish(job);
 }
 
-/*
- * Post as many whole batches of the part as the QP has slots for, as one
- * chain.  Caller holds q_post_lock.  Return: true if the part is fully
- * posted (or broken: teardown will account for it).
- */
-static bool kxfer_part_post(struct kxfer_job_part *p)
+/* The @i-th WR of a part, as the send queue takes it. */
+static struct ib_send_wr *kxfer_part_wr(struct kxfer_job_part *p, u32 i)
 {
-	struct kxfer_qp *qp = p->p_qp;
+	return p->p_atomic ? &p->p_atomic->wr : &p->p_wrs[i].wr;
+}
+
+/*
+ * WRs of the part's next whole batches that fit in @sq slots and @room
+ * bytes in flight (an idle QP, @idle, takes any one batch), their bytes
+ * to @bytes.
+ */
+static u32 kxfer_part_fit(const struct kxfer_job_part *p, u32 sq, s64 room,
+			  bool idle, s64 *bytes)
+{
+	u32 b, n = 0;
+
+	*bytes = 0;
+	for (b = p->p_posted / p->p_batch; b < p->p_nbatches; b++) {
+		const struct kxfer_job_batch *jb = &p->p_batches[b];
+
+		if (n + jb->b_nwr > sq)
+			break;
+		if (*bytes + jb->b_bytes > room && (n || !idle))
+			break;
+		n += jb->b_nwr;
+		*bytes += jb->b_bytes;
+	}
+	return n;
+}
+
+/* @n more WRs of the part were taken by the send queue. */
+static void kxfer_part_account(struct kxfer_qp *qp, struct kxfer_job_part *p,
+			       u32 n)
+{
+	u32 b, end = DIV_ROUND_UP(p->p_posted + n, p->p_batch);
+
+	for (b = p->p_posted / p->p_batch; b < end; b++) {
+		struct kxfer_job_batch *jb = &p->p_batches[b];
+
+		qp->q_bytes_free -= jb->b_bytes;
+		jb->b_seq = ++qp->q_seq;
+		if (jb->b_quiet)
+			list_add_tail(&jb->b_node, &qp->q_quiet);
+		else
+			qp->q_signaled++;
+	}
+	qp->q_sq_free -= n;
+	qp->q_wrs += n;
+	p->p_posted += n;
+}
+
+/*
+ * Selective signaling over the chain about to be posted: a batch end that
+ * is not the chain's last, with fewer than KXFER_SIGNAL_WRS WRs and
+ * KXFER_JOB_BATCH_BYTES since the last signaled one, is made quiet.  Its
+ * WR still points at its job's error sink, so that an error names the
+ * job.  Atomics keep their completion.  Caller holds q_post_lock.
+ */
+static void kxfer_chain_quiet(struct kxfer_qp *qp,
+			      const struct kxfer_job_part *last)
+{
+	struct kxfer_job_part *p;
+	u32 run = 0;
+	u64 bytes = 0;
+
+	list_for_each_entry(p, &qp->q_backlog, p_node) {
+		u32 b, end = DIV_ROUND_UP(p->p_posted + p->p_chain, p->p_batch);
+
+		for (b = p->p_posted / p->p_batch; b < end; b++) {
+			struct kxfer_job_batch *jb = &p->p_batches[b];
+			struct ib_rdma_wr *wr;
+
+			run += jb->b_nwr;
+			bytes += jb->b_bytes;
+			if (p->p_atomic || (p == last && b + 1 == end) ||
+			    run >= KXFER_SIGNAL_WRS ||
+			    bytes >= KXFER_JOB_BATCH_BYTES) {
+				run = 0;
+				bytes = 0;
+				continue;
+			}
+			wr = &p->p_wrs[min((b + 1) * p->p_batch, p->p_nwr) - 1];
+			wr->wr.send_flags &= ~IB_SEND_SIGNALED;
+			wr->wr.wr_cqe = &p->p_job->j_err_cqe;
+			jb->b_quiet = true;
+		}
+		if (p == last)
+			break;
+	}
+}
+
+/*
+ * Post the QP's backlog in order, as far as slots and bytes in flight
+ * allow, as one chain: every part's next whole batches, linked, one
+ * ib_post_send() (one doorbell) for all.  A part not fully posted stops
+ * the chain: nothing passes it.  A part fully posted leaves the backlog.
+ * On a post error, what precedes the bad WR is posted; the part it
+ * belongs to keeps its whole batches before it and is broken (it stays:
+ * teardown, which the error starts, accounts for it and what follows).
+ * Caller holds q_post_lock.
+ */
+static void kxfer_qp_kick(struct kxfer_qp *qp)
+{
+	struct ib_send_wr *head = NULL, *tail = NULL;
 	const struct ib_send_wr *bad = NULL;
-	u32 first_batch = p->p_posted / p->p_batch, b, n = 0;
-	struct ib_rdma_wr *last;
-	struct ib_send_wr *saved;
-	s64 bytes = 0;
+	struct kxfer_job_part *p, *tmp, *last_p = NULL;
+	s64 room = qp->q_bytes_free;
+	u32 sq = qp->q_sq_free;
+	bool failed;
 	int ret;
 
 	lockdep_assert_held(&qp->q_post_lock);
-	if (p->p_broken)
-		return true;
-	for (b = first_batch; b < p->p_nbatches; b++) {
-		const struct kxfer_job_batch *jb = &p->p_batches[b];
+	list_for_each_entry(p, &qp->q_backlog, p_node) {
+		struct ib_send_wr *last;
+		s64 bytes;
+		u32 n;
 
-		if (n + jb->b_nwr > qp->q_sq_free)
-			break;
-		/* Within the bytes in flight; an idle QP takes any batch. */
-		if (bytes + jb->b_bytes > qp->q_bytes_free &&
-		    (n || qp->q_bytes_free != KXFER_QP_INFLIGHT_BYTES))
-			break;
-		n += jb->b_nwr;
-		bytes += jb->b_bytes;
-	}
-	if (!n)
-		return false;
-
-	qp->q_doorbells++;
-	if (p->p_atomic) {
-		/* One WR, one batch. */
-		ret = ib_post_send(qp->q_id->qp, &p->p_atomic->wr, &bad);
-		bad = NULL;
-		goto posted;
-	}
-	/* Cut the chain after the last whole batch, post, restore. */
-	last = &p->p_wrs[p->p_posted + n - 1];
-	saved = last->wr.next;
-	last->wr.next = NULL;
-	ret = ib_post_send(qp->q_id->qp, &p->p_wrs[p->p_posted].wr, &bad);
-	last->wr.next = saved;
-posted:
-	if (ret) {
-		u32 done = bad ? (u32)(container_of(bad, struct ib_rdma_wr, wr) -
-				       p->p_wrs) : p->p_posted;
-
-		/* Whole batches before @bad are posted and will complete. */
-		done = rounddown(done, p->p_batch);
-		for (b = first_batch; b < done / p->p_batch; b++)
-			qp->q_bytes_free -= p->p_batches[b].b_bytes;
-		qp->q_sq_free -= done - p->p_posted;
-		qp->q_wrs += done - p->p_posted;
-		p->p_posted = done;
-		p->p_broken = true;
-		kxfer_session_fail(qp->q_sess, ret, "cannot post a work request");
-		return true;
-	}
-	qp->q_wrs += n;
-	qp->q_sq_free -= n;
-	qp->q_bytes_free -= bytes;
-	p->p_posted += n;
-	return p->p_posted == p->p_nwr;
-}
-
-/* Post the backlog of a QP in order.  Caller holds q_post_lock. */
-static void kxfer_qp_kick(struct kxfer_qp *qp)
-{
-	struct kxfer_job_part *p;
-
-	while ((p = list_first_entry_or_null(&qp->q_backlog,
-					     struct kxfer_job_part, p_node))) {
-		if (!kxfer_part_post(p))
-			break;
 		if (p->p_broken)
-			break;		/* stays: teardown accounts for it */
-		list_del_init(&p->p_node);
+			break;
+		n = kxfer_part_fit(p, sq, room,
+				   !head && room == KXFER_QP_INFLIGHT_BYTES,
+				   &bytes);
+		if (!n)
+			break;
+		/* Cut after the last whole batch; restored below. */
+		last = kxfer_part_wr(p, p->p_posted + n - 1);
+		p->p_saved = last->next;
+		last->next = NULL;
+		if (tail)
+			tail->next = kxfer_part_wr(p, p->p_posted);
+		else
+			head = kxfer_part_wr(p, p->p_posted);
+		tail = last;
+		last_p = p;
+		p->p_chain = n;
+		sq -= n;
+		room -= bytes;
+		if (p->p_posted + n < p->p_nwr)
+			break;
 	}
+	if (!head)
+		return;
+
+	kxfer_chain_quiet(qp, last_p);
+	qp->q_doorbells++;
+	ret = ib_post_send(qp->q_id->qp, head, &bad);
+	failed = false;
+	list_for_each_entry_safe(p, tmp, &qp->q_backlog, p_node) {
+		u32 n = p->p_chain, k;
+		struct ib_send_wr *last;
+
+		if (!n)
+			break;
+		last = kxfer_part_wr(p, p->p_posted + n - 1);
+		last->next = p->p_saved;
+		p->p_saved = NULL;
+		p->p_chain = 0;
+		if (failed)
+			continue;	/* after the bad WR: not posted */
+		if (ret) {
+			/* Is the bad WR (or, unknown, the first) in this part? */
+			for (k = 0; k < n; k++)
+				if (!bad || bad == kxfer_part_wr(p, p->p_posted + k))
+					break;
+			if (k < n) {
+				kxfer_part_account(qp, p,
+						   rounddown(k, p->p_batch));
+				p->p_broken = true;
+				failed = true;
+				continue;
+			}
+		}
+		kxfer_part_account(qp, p, n);
+		if (p->p_posted == p->p_nwr)
+			list_del_init(&p->p_node);
+	}
+	if (ret)
+		kxfer_session_fail(qp->q_sess, ret, "cannot post a work request");
 }
 
 void kxfer_job_wc_batch(struct ib_cq *cq, struct ib_wc *wc)
@@ -254,7 +353,9 @@ void kxfer_job_wc_batch(struct ib_cq *cq, struct ib_wc *wc)
 	struct kxfer_job_part *p = b->b_part;
 	struct kxfer_task *job = p->p_job;
 	struct kxfer_qp *qp = p->p_qp;
+	struct kxfer_job_batch *qb, *tmp;
 	unsigned long flags;
+	LIST_HEAD(retired);
 
 	if (wc->status == IB_WC_SUCCESS) {
 		/* The peer's NIC acknowledged: the session is alive. */
@@ -267,12 +368,24 @@ void kxfer_job_wc_batch(struct ib_cq *cq, struct ib_wc *wc)
 					kxfer_wc_errno(wc->status));
 	}
 	spin_lock_irqsave(&qp->q_post_lock, flags);
+	/* The quiet batches posted before it completed before it. */
+	while ((qb = list_first_entry_or_null(&qp->q_quiet,
+					      struct kxfer_job_batch,
+					      b_node)) &&
+	       qb->b_seq < b->b_seq) {
+		list_move_tail(&qb->b_node, &retired);
+		qp->q_sq_free += qb->b_nwr;
+		qp->q_bytes_free += qb->b_bytes;
+	}
 	qp->q_sq_free += b->b_nwr;
 	qp->q_bytes_free += b->b_bytes;
 	if (!qp->q_dead)
 		kxfer_qp_kick(qp);
 	spin_unlock_irqrestore(&qp->q_post_lock, flags);
 
+	/* In post order; a batch's job may be gone once it is done. */
+	list_for_each_entry_safe(qb, tmp, &retired, b_node)
+		kxfer_job_batches_done(qb->b_part->p_job, 1);
 	kxfer_job_batches_done(job, 1);
 }
 
@@ -334,9 +447,11 @@ void kxfer_qps_data_stop(struct kxfer_session *s)
  */
 void kxfer_qps_data_fail(struct kxfer_session *s)
 {
+	struct kxfer_job_batch *qb, *qtmp;
 	struct kxfer_job_part *p, *tmp;
 	unsigned long flags;
 	unsigned int i;
+	LIST_HEAD(quiet);
 	LIST_HEAD(dead);
 
 	for (i = 0; i < KXFER_MAX_QPS; i++) {
@@ -344,7 +459,15 @@ void kxfer_qps_data_fail(struct kxfer_session *s)
 
 		spin_lock_irqsave(&qp->q_post_lock, flags);
 		list_splice_tail_init(&qp->q_backlog, &dead);
+		/* Quiet batches with no signaled one posted after them. */
+		list_splice_tail_init(&qp->q_quiet, &quiet);
 		spin_unlock_irqrestore(&qp->q_post_lock, flags);
+	}
+	list_for_each_entry_safe(qb, qtmp, &quiet, b_node) {
+		struct kxfer_task *job = qb->b_part->p_job;
+
+		kxfer_job_set_error(job, -ECONNRESET, IB_WC_WR_FLUSH_ERR);
+		kxfer_job_batches_done(job, 1);
 	}
 	list_for_each_entry_safe(p, tmp, &dead, p_node) {
 		u32 posted = DIV_ROUND_UP(p->p_posted, p->p_batch);
@@ -355,15 +478,31 @@ void kxfer_qps_data_fail(struct kxfer_session *s)
 	}
 }
 
-/* Hand the job's parts to their QPs; from here it completes by itself. */
-void kxfer_job_start(struct kxfer_task *job)
+/**
+ * kxfer_job_start - hand the job's parts to their QPs
+ * @job: the job, built for the session's current connection
+ * @kick: %NULL to post now; else the parts wait in their QPs' backlogs
+ *	and @kick collects the QPs, for kxfer_kick_flush() to post once
+ *
+ * From here the job completes by itself.  Caller holds s_mutex.
+ */
+void kxfer_job_start(struct kxfer_task *job, struct kxfer_kick *kick)
 {
+	bool inline_post = job->j_inline;
 	unsigned long flags;
 	bool dead;
 	u32 i;
 
 	kxfer_job_imm(job);
 
+	/*
+	 * A small job: what the provider defers to softirq when it is
+	 * posted (rxe's requester on 6.1, then the completion) runs at
+	 * local_bh_enable(), here, rather than after a context switch to
+	 * ksoftirqd.
+	 */
+	if (inline_post)
+		local_bh_disable();
 	/*
 	 * The last batch may complete, and the job be freed, as soon as
 	 * its part is posted: hold it until the loop is done with it.
@@ -380,11 +519,15 @@ void kxfer_job_start(struct kxfer_task *job)
 		dead = qp->q_dead;
 		qp->q_parts++;
 		qp->q_bytes += p->p_bytes;
-		/* Behind older parts, or not all posted: wait in order. */
-		if (!dead && (!list_empty(&qp->q_backlog) ||
-			      !kxfer_part_post(p) || p->p_broken))
+		/* In order behind older parts; posted as far as it fits. */
+		if (!dead) {
 			list_add_tail(&p->p_node, &qp->q_backlog);
+			if (!kick)
+				kxfer_qp_kick(qp);
+		}
 		spin_unlock_irqrestore(&qp->q_post_lock, flags);
+		if (kick && !dead)
+			kick->k_qps |= BIT(qp - job->j_sess->s_qps);
 		/*
 		 * The session is going or gone: nothing of this part was
 		 * posted, and teardown may have swept the backlog already.
@@ -395,6 +538,37 @@ void kxfer_job_start(struct kxfer_task *job)
 		}
 	}
 	kxfer_job_batches_done(job, 1);
+	if (inline_post)
+		local_bh_enable();
+}
+
+/**
+ * kxfer_kick_flush - post what kxfer_job_start() left in the backlogs
+ * @kick: the QPs of one session; emptied, its session reference dropped
+ *
+ * One chain per QP for every job of a SUBMIT.  Needs no s_mutex: a QP
+ * torn down meanwhile is dead (its backlog swept), and one connected
+ * again has in its backlog only what was built for the new connection.
+ */
+void kxfer_kick_flush(struct kxfer_kick *kick)
+{
+	struct kxfer_session *s = kick->k_sess;
+	unsigned long flags;
+	unsigned int i;
+
+	if (!s)
+		return;
+	for_each_set_bit(i, &kick->k_qps, KXFER_MAX_QPS) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+
+		spin_lock_irqsave(&qp->q_post_lock, flags);
+		if (!qp->q_dead)
+			kxfer_qp_kick(qp);
+		spin_unlock_irqrestore(&qp->q_post_lock, flags);
+	}
+	kick->k_qps = 0;
+	kick->k_sess = NULL;
+	kxfer_session_put(s);
 }
 
 /* End a job that was built but will never be posted. */
@@ -416,4 +590,25 @@ void kxfer_job_abort(struct kxfer_task *job, int err)
 void kxfer_jobs_flush(void)
 {
 	flush_work(&kxfer_job_free);
+}
+
+/**
+ * kxfer_file_jobs_settle - let the file's completed jobs drop their holds
+ * @kf: the file
+ *
+ * A job's event is posted before its holds on the pool and the session
+ * are dropped, in process context by the free work.  A caller who reaped
+ * every event and detaches a pool expects its memory released when
+ * DETACH returns: wait, a second at most (the free work of other
+ * threads' jobs could keep the count up), until those holds are gone.
+ * May sleep.
+ */
+void kxfer_file_jobs_settle(struct kxfer_file *kf)
+{
+	unsigned long end = jiffies + HZ;
+
+	while (atomic_read(&kf->kf_freeing) && time_before(jiffies, end)) {
+		flush_work(&kxfer_job_free);
+		cond_resched();
+	}
 }

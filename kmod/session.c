@@ -888,6 +888,7 @@ static struct kxfer_session *kxfer_session_alloc(const char *name,
 	for (i = 0; i < KXFER_MAX_QPS; i++) {
 		spin_lock_init(&s->s_qps[i].q_post_lock);
 		INIT_LIST_HEAD(&s->s_qps[i].q_backlog);
+		INIT_LIST_HEAD(&s->s_qps[i].q_quiet);
 		s->s_qps[i].q_dead = true;
 	}
 	return s;

@@ -119,9 +119,11 @@ start_waiter() {
 
 # Seed 003's KV push: prefill (b) writes three 8-byte blocks to decode's
 # (a) blocks 4, 1 and 5 with one job and a notification; decode gets
-# exactly one notification and sees exactly those bytes.
+# exactly one notification and sees exactly those bytes.  Planned in
+# remote order, the job is two work requests, B alone and A+C gathered
+# (blocks 4 and 5 are adjacent), as the kernel counts them.
 t_seed003() {
-	local out
+	local out wrs
 
 	if on_a; then
 		start_waiter /tmp/kv-notify xfer notify-wait -n 1 -t 60 kvblocks
@@ -139,7 +141,11 @@ t_seed003() {
 	xfer fill prefill 8 8 char:B
 	xfer fill prefill 16 8 char:C
 	barrier kv-subscribed
+	wrs=$(stats_of pa wrs)
 	xfer job -N 7 pa kvblocks prefill write 0:32:8 8:8:8 16:40:8
+	wrs=$(($(stats_of pa wrs) - wrs))
+	echo "the job was $wrs work requests"
+	[ "$wrs" = 2 ]
 	barrier kv-written
 	# ... and reads them back into another place of its own pool.
 	xfer job pa kvblocks prefill read 1024:0:48
@@ -582,6 +588,38 @@ t_stats() {
 			(.qp_list | map(.doorbells) | add) <= (.qp_list | map(.wrs) | add)' >/dev/null
 }
 
+# A SUBMIT of many small jobs: each QP's share of the SUBMIT goes in one
+# post (one doorbell), and of the batch ends in a post only about one in
+# 16 WRs (KXFER_SIGNAL_WRS) and the last make a completion; the others
+# are retired by it.  Every job still gets exactly one event (xfer random
+# checks each one's user_data, and that nothing else comes) and the
+# export is verified byte for byte.  Per-job posting and signaling would
+# give as many doorbells and signaled WRs as jobs: the bounds (a quarter)
+# leave room for SUBMITs cut short by overlapping jobs and completions
+# that post part of a backlog early.
+t_batch() {
+	on_a && return 0
+	local k i=0 out before=() after=() d=()
+	local keys="jobs ok wrs qp_list[0].doorbells qp_list[0].signaled"
+
+	for k in $keys; do before+=("$(stats_of pa "$k")"); done
+	out=$(xfer random pa kvr local -s 70 -n 2048 -m 1 -l 512 -b 64)
+	echo "$out"
+	grep -q 'export verified' <<<"$out"
+	for k in $keys; do
+		after+=("$(stats_of pa "$k")")
+		d+=($((after[i] - before[i])))
+		echo "$k: ${before[i]} -> ${after[i]} (+${d[i]})"
+		i=$((i + 1))
+	done
+	[ "${d[1]}" = "${d[0]}" ] || { echo "jobs +${d[0]} but ok +${d[1]}"; return 1; }
+	((d[0] >= 2048)) || { echo "fewer jobs than the stream's"; return 1; }
+	((d[3] * 4 <= d[0])) ||
+		{ echo "doorbells +${d[3]} for +${d[0]} jobs: not one post per SUBMIT"; return 1; }
+	((d[4] * 4 <= d[2])) ||
+		{ echo "signaled +${d[4]} for +${d[2]} WRs: not selective"; return 1; }
+}
+
 # Tracepoints: a NOTIFY job shows as job_submit, job_complete and notify
 # (sent) on b and notify (received) on a.
 trace_on() {
@@ -771,6 +809,7 @@ ktest2 notify_4qp t_notify_4qp
 ktest2 atomics t_atomics
 ktest2 fence t_fence
 ktest2 stats t_stats
+ktest2 batch t_batch
 ktest2 trace t_trace
 ktest2 write_64m t_write_64m
 ktest2 backpressure t_backpressure

@@ -64,6 +64,7 @@ static const struct {
 	{ KXFER_A_QP_BYTES,	"bytes" },
 	{ KXFER_A_QP_WRS,	"wrs" },
 	{ KXFER_A_QP_DOORBELLS,	"doorbells" },
+	{ KXFER_A_QP_SIGNALED,	"signaled" },
 };
 
 static void stats_help(FILE *fp)

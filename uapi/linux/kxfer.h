@@ -792,6 +792,7 @@ enum {
 	KXFER_A_QP_WRS,			/* u64, work requests posted */
 	KXFER_A_QP_DOORBELLS,		/* u64, ib_post_send() calls */
 	KXFER_A_QP_PAD,
+	KXFER_A_QP_SIGNALED,		/* u64, work requests posted signaled */
 
 	__KXFER_A_QP_MAX,
 	KXFER_A_QP_MAX = __KXFER_A_QP_MAX - 1
