@@ -554,6 +554,7 @@ ready:
 	job->j_rgen = pctx.rx->rx_gen;
 	memcpy(job->j_rname, pctx.rx->rx_name, sizeof(job->j_rname));
 	job->j_user_data = uj->user_data;
+	job->j_submit_ns = ktime_get_ns();
 	job->j_bytes = total;
 	job->j_sess = s;
 	job->j_pool = pool;

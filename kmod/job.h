@@ -87,6 +87,8 @@ struct kxfer_task {
 	struct kxfer_session	*j_sess;
 	struct kxfer_pool	*j_pool;
 	u64			j_user_data;
+	u64			j_submit_ns;
+	u64			j_post_ns;	/* its first WR posted, or 0 */
 	u64			j_bytes;
 	atomic_t		j_left;		/* batches not yet completed */
 	int			j_status;

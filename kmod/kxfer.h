@@ -451,6 +451,9 @@ struct kxfer_sess_stats {
 	atomic64_t	err_remote;	/* remote operation or request error */
 	atomic64_t	err_stale;	/* the export went while they waited */
 	atomic64_t	err_other;
+	/* KXFER_A_STATS_LAT_QUEUE and _DONE (uapi) */
+	atomic64_t	lat_queue[KXFER_LAT_BUCKETS];
+	atomic64_t	lat_done[KXFER_LAT_BUCKETS];
 };
 
 /**

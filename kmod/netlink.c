@@ -1078,16 +1078,23 @@ static int kxfer_nl_fill_stats(struct sk_buff *skb, struct kxfer_session *s)
 		atomic64_read(&st->err_stale), atomic64_read(&st->err_other),
 		atomic64_read(&st->notify_imm),
 	};
+	u64 lat[2][KXFER_LAT_BUCKETS];
 	struct nlattr *nest;
 	unsigned int i;
 
 	BUILD_BUG_ON(ARRAY_SIZE(stypes) != ARRAY_SIZE(svals));
+	for (i = 0; i < KXFER_LAT_BUCKETS; i++) {
+		lat[0][i] = atomic64_read(&st->lat_queue[i]);
+		lat[1][i] = atomic64_read(&st->lat_done[i]);
+	}
 	if (nla_put_string(skb, KXFER_A_PEER_NAME, s->s_name) ||
 	    nla_put_u32(skb, KXFER_A_PEER_ID, s->s_id))
 		return -EMSGSIZE;
 	nest = nla_nest_start(skb, KXFER_A_PEER_STATS);
 	if (!nest || kxfer_nl_put_u64s(skb, stypes, svals, ARRAY_SIZE(svals),
-				       KXFER_A_STATS_PAD))
+				       KXFER_A_STATS_PAD) ||
+	    nla_put(skb, KXFER_A_STATS_LAT_QUEUE, sizeof(lat[0]), lat[0]) ||
+	    nla_put(skb, KXFER_A_STATS_LAT_DONE, sizeof(lat[1]), lat[1]))
 		return -EMSGSIZE;
 	nla_nest_end(skb, nest);
 

@@ -90,6 +90,28 @@ static void kxfer_job_count(struct kxfer_task *job)
 	}
 }
 
+/* Bucket of a time for KXFER_A_STATS_LAT_*: log2 of microseconds. */
+static unsigned int kxfer_lat_bucket(u64 ns)
+{
+	u64 us = div_u64(ns, NSEC_PER_USEC);
+
+	return us > 1 ? min_t(unsigned int, ilog2(us),
+			      KXFER_LAT_BUCKETS - 1) : 0;
+}
+
+/* Where a posted job's time went: waiting to be posted, then the NIC. */
+static void kxfer_job_lat(struct kxfer_task *job)
+{
+	struct kxfer_sess_stats *st = &job->j_sess->s_stats;
+	u64 post = READ_ONCE(job->j_post_ns), now;
+
+	if (!post)
+		return;
+	now = ktime_get_ns();
+	atomic64_inc(&st->lat_queue[kxfer_lat_bucket(post - job->j_submit_ns)]);
+	atomic64_inc(&st->lat_done[kxfer_lat_bucket(now - post)]);
+}
+
 /* Tell the file the job ended, then free it in process context. */
 void kxfer_job_post(struct kxfer_task *job)
 {
@@ -103,6 +125,7 @@ void kxfer_job_post(struct kxfer_task *job)
 	if (pool && READ_ONCE(pool->kp_revoked))
 		kxfer_job_set_error(job, -ESTALE, 0);
 	kxfer_job_count(job);
+	kxfer_job_lat(job);
 	trace_job_complete(job->j_sess->s_id, job->j_user_data, job->j_status,
 			   job->j_wc_status, job->j_status ? 0 : job->j_bytes);
 	ev.status = job->j_status;
@@ -196,11 +219,15 @@ static u32 kxfer_part_fit(const struct kxfer_job_part *p, u32 sq, s64 room,
 	return n;
 }
 
-/* @n more WRs of the part were taken by the send queue. */
+/* @n more WRs of the part were taken by the send queue at @now. */
 static void kxfer_part_account(struct kxfer_qp *qp, struct kxfer_job_part *p,
-			       u32 n)
+			       u32 n, u64 now)
 {
 	u32 b, end = DIV_ROUND_UP(p->p_posted + n, p->p_batch);
+
+	/* The job's first WR posted, on whichever of its QPs. */
+	if (n && !p->p_posted)
+		cmpxchg64(&p->p_job->j_post_ns, 0, now);
 
 	for (b = p->p_posted / p->p_batch; b < end; b++) {
 		struct kxfer_job_batch *jb = &p->p_batches[b];
@@ -275,6 +302,7 @@ static void kxfer_qp_kick(struct kxfer_qp *qp)
 	s64 room = qp->q_bytes_free;
 	u32 sq = qp->q_sq_free;
 	bool failed;
+	u64 now;
 	int ret;
 
 	lockdep_assert_held(&qp->q_post_lock);
@@ -312,6 +340,7 @@ static void kxfer_qp_kick(struct kxfer_qp *qp)
 	kxfer_chain_quiet(qp, last_p);
 	qp->q_doorbells++;
 	ret = ib_post_send(qp->q_id->qp, head, &bad);
+	now = ktime_get_ns();
 	failed = false;
 	list_for_each_entry_safe(p, tmp, &qp->q_backlog, p_node) {
 		u32 n = p->p_chain, k;
@@ -332,13 +361,13 @@ static void kxfer_qp_kick(struct kxfer_qp *qp)
 					break;
 			if (k < n) {
 				kxfer_part_account(qp, p,
-						   rounddown(k, p->p_batch));
+						   rounddown(k, p->p_batch), now);
 				p->p_broken = true;
 				failed = true;
 				continue;
 			}
 		}
-		kxfer_part_account(qp, p, n);
+		kxfer_part_account(qp, p, n, now);
 		if (p->p_posted == p->p_nwr)
 			list_del_init(&p->p_node);
 	}

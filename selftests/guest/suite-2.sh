@@ -545,21 +545,23 @@ t_fence() {
 
 # stats show: one WRITE of 64 segments contiguous on both sides (seed
 # 003's page size 1) is one job, 64 segments in, one work request out,
-# one doorbell, on the one QP of pa.
+# one doorbell, on the one QP of pa; its time from SUBMIT to post and
+# from post to completion lands in one bucket of each histogram.
 stats_of() {
 	kxferctl -j stats show "$1" | jq -r ".[0].$2"
 }
 
 t_stats() {
 	on_a && return 0
-	local segs=() i before=() after=() keys="jobs ok bytes segs wrs qp_list[0].wrs qp_list[0].doorbells qp_list[0].parts err_flush"
+	local segs=() i before=() after=() keys="jobs ok bytes segs wrs qp_list[0].wrs qp_list[0].doorbells qp_list[0].parts err_flush queue_buckets|add done_buckets|add"
 	for i in $(seq 0 63); do
 		segs+=("$((i * 16)):$((i * 16)):16")
 	done
 	for k in $keys; do before+=("$(stats_of pa "$k")"); done
 	xfer job pa kvr local write "${segs[@]}"
 	for k in $keys; do after+=("$(stats_of pa "$k")"); done
-	local want=(1 1 1024 64 1 1 1 1 0) n=0
+	# ... and the job's time in each latency histogram, once
+	local want=(1 1 1024 64 1 1 1 1 0 1 1) n=0
 	for k in $keys; do
 		local d=$((after[n] - before[n]))
 		echo "$k: ${before[n]} -> ${after[n]} (+$d, want +${want[n]})"
@@ -568,6 +570,7 @@ t_stats() {
 	done
 	kxferctl stats show pa | tee /tmp/stats.txt
 	grep -q 'segs/wr' /tmp/stats.txt
+	grep -Eq 'done_p99_us [1-9]' /tmp/stats.txt
 	expect_error "no such peer" kxferctl stats show nosuch
 
 	# NOTIFY over one QP rides the last write (WRITE_WITH_IMM); over

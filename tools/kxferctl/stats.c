@@ -6,7 +6,10 @@
  * the work requests the planner made of them (segs / wrs is the
  * coalescing ratio), notifications, and the jobs that failed, by kind.
  * Per queue pair: job parts started, bytes, work requests posted and
- * doorbells (ib_post_send() calls; wrs / doorbells is the chaining).
+ * doorbells (ib_post_send() calls; wrs / doorbells is the chaining), and
+ * of the WRs those signaled (the others complete with them).  Where time
+ * goes: percentiles of the time from SUBMIT to a job's first work request
+ * posted (queue_*) and from then to its completion (done_*).
  */
 #include <stdio.h>
 #include <string.h>
@@ -82,6 +85,47 @@ static int stats_cmd_help(struct kx *kx)
 	return KX_EXIT_OK;
 }
 
+/*
+ * A latency histogram (KXFER_A_STATS_LAT_*): its percentiles as the upper
+ * edge of the bucket they fall in, "queue_p50_us 4"; in JSON also the
+ * bucket counts.  An older module sends none: nothing is printed.
+ */
+static int stats_print_lat(struct nlattr *a, const char *name)
+{
+	static const unsigned int pct[] = { 50, 90, 99 };
+	uint64_t b[KXFER_LAT_BUCKETS], total = 0;
+	char key[32];
+	size_t i, k;
+
+	if (!a)
+		return 0;
+	if (nla_len(a) != sizeof(b))
+		return -1;
+	memcpy(b, nla_data(a), sizeof(b));
+	for (i = 0; i < KXFER_LAT_BUCKETS; i++)
+		total += b[i];
+	for (k = 0; k < ARRAY_SIZE(pct); k++) {
+		uint64_t seen = 0, want = (total * pct[k] + 99) / 100;
+
+		for (i = 0; i < KXFER_LAT_BUCKETS - 1; i++) {
+			seen += b[i];
+			if (seen >= want)
+				break;
+		}
+		snprintf(key, sizeof(key), "%s_p%u_us", name, pct[k]);
+		/* 0 with no job; else below 2^(i+1) us */
+		out_u64(key, total ? 2ULL << i : 0);
+	}
+	if (out_is_json()) {
+		snprintf(key, sizeof(key), "%s_buckets", name);
+		out_start_array(key);
+		for (i = 0; i < KXFER_LAT_BUCKETS; i++)
+			out_u64(NULL, b[i]);
+		out_end_array();
+	}
+	return 0;
+}
+
 /* Text: "segs 640 wrs 2 (320.0 segments per work request)". */
 static int stats_print_session(struct nlattr *nest)
 {
@@ -106,6 +150,9 @@ static int stats_print_session(struct nlattr *nest)
 		if (stats_keys[i].type == KXFER_A_STATS_WRS && wrs)
 			out_text_cont(" (%.1f segs/wr)", (double)segs / wrs);
 	}
+	if (stats_print_lat(tb[KXFER_A_STATS_LAT_QUEUE], "queue") ||
+	    stats_print_lat(tb[KXFER_A_STATS_LAT_DONE], "done"))
+		return -1;
 	return 0;
 }
 

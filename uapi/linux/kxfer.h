@@ -816,7 +816,16 @@ enum {
  * attribute-set "stats": a session's jobs since it was made
  * (KXFER_CMD_STATS_GET); every counter is a u64.  SEGS / WRS is the
  * planner's coalescing ratio.
+ *
+ * LAT_QUEUE and LAT_DONE are histograms of the jobs that completed after
+ * being posted: the time from SUBMIT to the first work request posted
+ * (waiting behind a FENCE, for send-queue slots or for the end of the
+ * SUBMIT), and from then to the completion event.  Bucket 0 counts
+ * times under 2 us, bucket i (1 <= i < KXFER_LAT_BUCKETS - 1) times in
+ * [2^i, 2^(i+1)) us, the last one everything longer.
  */
+#define KXFER_LAT_BUCKETS	24
+
 enum {
 	KXFER_A_STATS_UNSPEC,
 	KXFER_A_STATS_JOBS,		/* accepted */
@@ -834,6 +843,8 @@ enum {
 	KXFER_A_STATS_ERR_OTHER,
 	KXFER_A_STATS_PAD,
 	KXFER_A_STATS_NOTIFY_IMM,	/* of NOTIFY_SENT, by WRITE_WITH_IMM */
+	KXFER_A_STATS_LAT_QUEUE,	/* binary: __u64[KXFER_LAT_BUCKETS] */
+	KXFER_A_STATS_LAT_DONE,		/* binary: __u64[KXFER_LAT_BUCKETS] */
 
 	__KXFER_A_STATS_MAX,
 	KXFER_A_STATS_MAX = __KXFER_A_STATS_MAX - 1
