@@ -234,7 +234,7 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 {
 	struct kxfer_plan_ctx pctx = {};
 	struct kxfer_plan plan = {};
-	struct kxfer_plan_seg *segs = NULL;
+	struct kxfer_plan_seg *segs = NULL, few[KXFER_FEW_SEGS];
 	const struct kxfer_plan_seg *order;
 	struct kxfer_plan_scratch *scratch = NULL;
 	bool overlap;
@@ -291,7 +291,9 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	}
 	if (bare)
 		goto handles;
-	segs = kvmalloc_array(uj->nsegs, sizeof(*segs), GFP_KERNEL);
+	/* A small job's segments stay on the stack. */
+	segs = uj->nsegs <= ARRAY_SIZE(few) ? few :
+	       kvmalloc_array(uj->nsegs, sizeof(*segs), GFP_KERNEL);
 	ret = -ENOMEM;
 	if (!segs)
 		goto out_segs;
@@ -596,7 +598,8 @@ ready:
 	}
 	mutex_unlock(&s->s_mutex);
 	kvfree(scratch);
-	kvfree(segs);
+	if (segs != few)
+		kvfree(segs);
 	return 0;
 
 out_job:
@@ -612,7 +615,8 @@ out_pool:
 	}
 out_segs:
 	kvfree(scratch);
-	kvfree(segs);
+	if (segs != few)
+		kvfree(segs);
 	kfree(msg);
 	return ret;
 }

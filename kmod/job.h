@@ -18,6 +18,8 @@
  * whichever CPU, so that posting and the NIC's work overlap.
  */
 #define KXFER_INLINE_WRS	8
+/* Segments of a job copied to the stack rather than allocated. */
+#define KXFER_FEW_SEGS		4
 /*
  * In one post, a batch end is signaled when at least this many WRs, or
  * KXFER_JOB_BATCH_BYTES, went since the last signaled one, and at the end
