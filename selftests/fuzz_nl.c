@@ -261,6 +261,8 @@ static const struct attr a_stats[] = {
 	[KXFER_A_STATS_ERR_OTHER] = { T_U64 },
 	[KXFER_A_STATS_PAD] = { T_PAD },
 	[KXFER_A_STATS_NOTIFY_IMM] = { T_U64 },
+	[KXFER_A_STATS_LAT_QUEUE] = { T_BIN },
+	[KXFER_A_STATS_LAT_DONE] = { T_BIN },
 };
 
 static const struct attr a_rexp[] = {
