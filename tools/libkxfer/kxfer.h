@@ -341,6 +341,23 @@ int kxfer_reap(struct kxfer *kx, struct kxfer_event *ev, unsigned int max,
 	       unsigned int min, int64_t timeout_ns, unsigned int flags);
 
 /**
+ * kxfer_ring_mapped() - whether kxfer_reap() reads the mapped event ring
+ * @kx: the context
+ *
+ * kxfer_open() maps the file's event ring when the module has it
+ * (KXFER_FEAT_RING) and LIBKXFER_NO_RING=1 is not in the environment;
+ * kxfer_reap() and kxfer_reap_msgs() then take ready events from it
+ * without a system call and call KXFER_IOC_REAP only to wait.  Their
+ * results are the same either way, except that a bad @ev or @msgs
+ * pointer faults in the caller instead of returning -EFAULT.  A caller
+ * that uses KXFER_IOC_REAP itself on kxfer_fd() still can: it takes from
+ * the same ring.
+ *
+ * Return: 1 if the ring is mapped, else 0.
+ */
+int kxfer_ring_mapped(struct kxfer *kx);
+
+/**
  * kxfer_notify_subscribe() - receive the notifications of a local export
  * @kx: the context
  * @export_name: a local export (kxferctl export show)
