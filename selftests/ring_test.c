@@ -24,6 +24,7 @@
 
 #include <linux/kxfer.h>
 
+#include "kxfer.h"	/* libkxfer */
 #include "kselftest_harness.h"
 
 #define PEER		"uself"
@@ -462,6 +463,13 @@ TEST_F(ring, hostile_tail)
 		rg.hdr->tail = bad[i];
 		rg.hdr->head = t0 + 3;	/* never read back */
 		EXPECT_EQ(8, reap_wait(self->fd, 0, 0));
+		/*
+		 * Just past the head becomes a valid tail once an event gets
+		 * there; the others stay out of reach (the head never runs
+		 * more than the ring's entries past the kernel's tail).
+		 */
+		if (i == 0)
+			rg.hdr->tail = t0;
 		/* Submitting takes the tail too: still only room for the rest. */
 		k = submit(self->fd, self->jobs + 8, 1);
 		EXPECT_EQ(1, k);
@@ -713,6 +721,82 @@ TEST_F(ring, session_lost_mid_batch)
 	EXPECT_EQ(0, reap_wait(self->fd, 1, 300000000LL));
 	TH_LOG("%u jobs accepted, %u failed", done, failed);
 	munmap(rg.hdr, rg.len);
+}
+
+/*
+ * libkxfer reads the ring when the module has it: the same events, each
+ * once, with their messages; LIBKXFER_NO_RING=1 keeps REAP.
+ */
+TEST_F(ring, libkxfer)
+{
+	unsigned int i, comps = 0, notes = 0, n = 40, nn = 4;
+	struct kxfer_notify_sub ns = { 0 };
+	struct kxfer_pool_attach a;
+	unsigned int note_seen[4] = { 0 };
+	struct kxfer_event ev[8];
+	char msgs[4][16], buf[256];
+	struct kxfer *kx, *kx2;
+	uint64_t end;
+	int fd, k;
+
+	ASSERT_EQ(0, kxfer_open(&kx));
+	ASSERT_EQ(1, kxfer_ring_mapped(kx));
+	fd = kxfer_fd(kx);
+	memset(&a, 0, sizeof(a));
+	strcpy(a.name, SRC_POOL);
+	ASSERT_EQ(0, ioctl(fd, KXFER_IOC_POOL_ATTACH, &a));
+	ASSERT_EQ(0, lookup(fd, PEER, &self->peer, &self->remote));
+	strcpy(ns.name, SRC_EXPORT);
+	ASSERT_EQ(0, ioctl(fd, KXFER_IOC_NOTIFY_SUBSCRIBE, &ns));
+	for (i = 0; i < n; i++)
+		write_job(&self->jobs[i], &self->segs[i], a.handle,
+			  self->peer, self->remote, i, 1000 + i);
+	for (i = 0; i < nn; i++) {
+		struct kxfer_job *j = &self->jobs[n - nn + i];
+
+		snprintf(msgs[i], sizeof(msgs[i]), "lib-%u", i);
+		j->flags = KXFER_JOB_NOTIFY | KXFER_JOB_NOTIFY_MSG;
+		j->notify_value = (uintptr_t)msgs[i];
+		j->notify_len = strlen(msgs[i]);
+	}
+	ASSERT_EQ(0, kxfer_submit(kx, self->jobs, n, NULL));
+	end = now_ms() + 30000;
+	while ((comps < n || notes < nn) && now_ms() < end) {
+		k = kxfer_reap_msgs(kx, ev, 8, 1, 1000000000LL, 0, buf,
+				    sizeof(buf));
+		ASSERT_LE(0, k);
+		for (i = 0; i < (unsigned int)k; i++) {
+			if (ev[i].type == KXFER_EV_COMPLETION) {
+				EXPECT_EQ(0, ev[i].status);
+				EXPECT_EQ(0, count_ev(self, &ev[i], n));
+				comps++;
+				continue;
+			}
+			ASSERT_EQ(KXFER_EV_NOTIFY, ev[i].type);
+			ASSERT_GE(sizeof(buf) - ev[i].msg_len, ev[i].msg_off);
+			ASSERT_EQ(0, strncmp(buf + ev[i].msg_off, "lib-", 4));
+			k = buf[ev[i].msg_off + 4] - '0';
+			ASSERT_GT(nn, (unsigned int)k);
+			EXPECT_EQ(0, note_seen[k]++);
+			notes++;
+		}
+	}
+	EXPECT_EQ(n, comps);
+	EXPECT_EQ(nn, notes);
+	EXPECT_EQ(0, kxfer_reap(kx, ev, 8, 0, 0, 0));
+	/* A timeout with nothing to come: 0 events, no error. */
+	EXPECT_EQ(0, kxfer_reap(kx, ev, 8, 1, 100000000LL, 0));
+	EXPECT_EQ(-EINVAL, kxfer_reap(kx, ev, 0, 0, 0, 0));
+	EXPECT_EQ(-EINVAL, kxfer_reap(kx, ev, 2, 3, 0, 0));
+	EXPECT_EQ(-EINVAL, kxfer_reap(kx, ev, 2, 1, 0, KXFER_REAP_WAIT));
+	kxfer_close(kx);
+
+	setenv("LIBKXFER_NO_RING", "1", 1);
+	ASSERT_EQ(0, kxfer_open(&kx2));
+	unsetenv("LIBKXFER_NO_RING");
+	EXPECT_EQ(0, kxfer_ring_mapped(kx2));
+	EXPECT_EQ(0, kxfer_reap(kx2, ev, 8, 0, 0, 0));
+	kxfer_close(kx2);
 }
 
 TEST_HARNESS_MAIN
