@@ -30,7 +30,9 @@
  *    the global errno.
  *  - kxfer_submit() and kxfer_reap() neither allocate nor lock: each is
  *    one ioctl (kxfer_submit() more than one only to split a batch
- *    larger than the module's max_jobs_per_submit).
+ *    larger than the module's max_jobs_per_submit); kxfer_reap() none
+ *    at all while events are ready in the mapped ring
+ *    (kxfer_ring_mapped()).
  *  - A struct kxfer may be shared by threads: everything but
  *    kxfer_close() may be called concurrently.  The kernel serialises
  *    what needs to be.
