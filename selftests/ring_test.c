@@ -729,7 +729,7 @@ TEST_F(ring, session_lost_mid_batch)
  */
 TEST_F(ring, libkxfer)
 {
-	unsigned int i, comps = 0, notes = 0, n = 40, nn = 4;
+	unsigned int i, which, comps = 0, notes = 0, n = 40, nn = 4;
 	struct kxfer_notify_sub ns = { 0 };
 	struct kxfer_pool_attach a;
 	unsigned int note_seen[4] = { 0 };
@@ -775,9 +775,9 @@ TEST_F(ring, libkxfer)
 			ASSERT_EQ(KXFER_EV_NOTIFY, ev[i].type);
 			ASSERT_GE(sizeof(buf) - ev[i].msg_len, ev[i].msg_off);
 			ASSERT_EQ(0, strncmp(buf + ev[i].msg_off, "lib-", 4));
-			k = buf[ev[i].msg_off + 4] - '0';
-			ASSERT_GT(nn, (unsigned int)k);
-			EXPECT_EQ(0, note_seen[k]++);
+			which = buf[ev[i].msg_off + 4] - '0';
+			ASSERT_GT(nn, which);
+			EXPECT_EQ(0, note_seen[which]++);
 			notes++;
 		}
 	}
