@@ -6,7 +6,8 @@
  * jobs it submitted) belong to it and are released on close.  Pools
  * are reached by mmap(2) at the offset KXFER_IOC_POOL_ATTACH returns:
  * the file's offset space is cut into KXFER_MMAP_WINDOW-sized windows,
- * window N being the pool attached as handle N.
+ * window N being the pool attached as handle N; window 0 is the event
+ * ring (event.c).
  *
  * No lock of this file is held while user memory is copied, and mmap
  * (which runs under the mm's mmap_lock) takes no sleeping lock of the
@@ -37,6 +38,7 @@ static void kxfer_file_release(struct kref *ref)
 	xa_destroy(&kf->kf_subs);
 	kxfer_file_free_notes(kf);
 	kxfer_file_free_gates(kf);
+	kxfer_file_free_ring(kf);
 	mutex_destroy(&kf->kf_reap_mutex);
 	kvfree(kf->kf_msgs);
 	kvfree(kf->kf_ring);
@@ -134,7 +136,8 @@ static long kxfer_ioc_query(struct kxfer_file *kf, void __user *uarg)
 	q.api_version = KXFER_API_VERSION;
 	q.features = KXFER_FEAT_POOLS | KXFER_FEAT_JOBS | KXFER_FEAT_NOTIFY |
 		     KXFER_FEAT_USER_POOLS | KXFER_FEAT_DMABUF_POOLS |
-		     KXFER_FEAT_NOTIFY_MSG | KXFER_FEAT_CANCEL;
+		     KXFER_FEAT_NOTIFY_MSG | KXFER_FEAT_CANCEL |
+		     KXFER_FEAT_RING;
 	q.max_notify_len = KXFER_NOTIFY_MSG_MAX;
 	q.max_pools_per_fd = kxfer_max_pools_per_fd;
 	q.max_segments = kxfer_max_segments;
@@ -218,6 +221,8 @@ static long kxfer_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	case KXFER_IOC_REMOTE_LOOKUP:
 		return kxfer_ioc_remote_lookup(kf, uarg);
 	case KXFER_IOC_SUBMIT:
+		/* What the mapped ring's reader took is room for new jobs. */
+		kxfer_file_ring_sync(kf);
 		return kxfer_ioc_submit(kf, uarg);
 	case KXFER_IOC_REAP:
 		return kxfer_ioc_reap(kf, uarg);
@@ -235,6 +240,10 @@ static long kxfer_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		return kxfer_ioc_export_del(kf, uarg);
 	case KXFER_IOC_CANCEL:
 		return kxfer_ioc_cancel(kf, uarg);
+	case KXFER_IOC_RING_SETUP:
+		return kxfer_ioc_ring_setup(kf, uarg);
+	case KXFER_IOC_RING_MSG:
+		return kxfer_ioc_ring_msg(kf, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -273,6 +282,8 @@ static int kxfer_mmap(struct file *filp, struct vm_area_struct *vma)
 		return -EINVAL;
 
 	handle = vma->vm_pgoff >> (KXFER_MMAP_WINDOW_SHIFT - PAGE_SHIFT);
+	if (!handle)	/* window 0: the event ring */
+		return kxfer_ring_mmap(kf, vma);
 	off = (u64)(vma->vm_pgoff &
 		    ((KXFER_MMAP_WINDOW >> PAGE_SHIFT) - 1)) << PAGE_SHIFT;
 	len = vma->vm_end - vma->vm_start;

@@ -2,8 +2,18 @@
 /*
  * kxfer: the file's event ring: completions of its jobs and the
  * notifications it subscribed to, taken by KXFER_IOC_REAP or poll().
+ *
+ * The ring proper (kf_ring, kf_msgs, kf_head, kf_tail) is the kernel's
+ * own.  A file that asks for it (KXFER_IOC_RING_SETUP) also gets a copy
+ * mapped into its process, written with each event; the only thing read
+ * back from there is the consumer's tail, and only a tail between the
+ * last one known and the head is taken (kxfer_ring_sync_locked()): user
+ * space can free the slots it read, never the others, so the room kept
+ * for each job in flight stays.
  */
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <linux/mm.h>
 #include <linux/uaccess.h>
 #include <linux/sched/signal.h>
 #include <linux/hrtimer.h>
@@ -21,6 +31,84 @@ struct kxfer_note {
 #define KXFER_MAX_NOTES		65536	/* per file, past the ring */
 
 /*
+ * Write an event into the next slot of the ring, and into the mapped
+ * copy.  A message in the mapped copy is announced by KXFER_MSG_RING
+ * (KXFER_IOC_RING_MSG reads it).  Caller holds kf_lock and checked the
+ * room.
+ */
+static void kxfer_file_push_locked(struct kxfer_file *kf,
+				   const struct kxfer_event *ev, void *msg)
+{
+	unsigned int slot = kf->kf_head & (kf->kf_ring_size - 1);
+
+	kf->kf_ring[slot] = *ev;
+	kf->kf_msgs[slot] = msg;
+	if (kf->kf_shr) {
+		struct kxfer_event *sev = &kf->kf_shr_ev[slot];
+
+		*sev = *ev;
+		if (ev->type == KXFER_EV_NOTIFY && ev->msg_len)
+			sev->msg_off = msg ? KXFER_MSG_RING : KXFER_MSG_NONE;
+	}
+	kf->kf_head++;
+}
+
+/* Show the mapped copy's reader the new head and flags.  Under kf_lock. */
+static void kxfer_ring_publish_locked(struct kxfer_file *kf)
+{
+	if (!kf->kf_shr)
+		return;
+	WRITE_ONCE(kf->kf_shr->flags,
+		   list_empty(&kf->kf_notes) ? 0 : KXFER_RING_F_NEED_REAP);
+	/* The entries before the head that says they are there. */
+	smp_store_release(&kf->kf_shr->head, kf->kf_head);
+}
+
+/*
+ * Take the mapped ring's tail: the events before it were read.  A tail
+ * behind the last one known or past the head is ignored, whatever it
+ * is: only slots of events already posted are ever freed by it.
+ * Caller holds kf_lock.
+ */
+static void kxfer_ring_sync_locked(struct kxfer_file *kf)
+{
+	unsigned int tail;
+
+	if (!kf->kf_shr)
+		return;
+	/* Read the tail before reusing the slots it frees. */
+	tail = smp_load_acquire(&kf->kf_shr->tail);
+	if (tail - kf->kf_tail > kf->kf_head - kf->kf_tail)
+		return;
+	while (kf->kf_tail != tail) {
+		unsigned int slot = kf->kf_tail++ & (kf->kf_ring_size - 1);
+
+		kfree(kf->kf_msgs[slot]);
+		kf->kf_msgs[slot] = NULL;
+	}
+}
+
+static bool kxfer_file_has_room_locked(struct kxfer_file *kf)
+{
+	return kf->kf_inflight + (kf->kf_head - kf->kf_tail) < kf->kf_ring_size;
+}
+
+/* Move waiting notifications into the ring.  Caller holds kf_lock. */
+static void kxfer_file_refill(struct kxfer_file *kf)
+{
+	struct kxfer_note *n;
+
+	while ((n = list_first_entry_or_null(&kf->kf_notes, struct kxfer_note,
+					     n_node)) &&
+	       kxfer_file_has_room_locked(kf)) {
+		kxfer_file_push_locked(kf, &n->n_ev, n->n_msg);
+		list_del(&n->n_node);
+		kf->kf_nnotes--;
+		kfree(n);
+	}
+}
+
+/*
  * Post a NOTIFY event.  The ring keeps room for the completions of jobs
  * in flight, so a notification goes to the ring only when there is room
  * beyond those, else to the file's overflow list; past KXFER_MAX_NOTES
@@ -35,12 +123,10 @@ void kxfer_file_post_note(struct kxfer_file *kf, const struct kxfer_event *ev,
 	bool dropped = false;
 
 	spin_lock_irqsave(&kf->kf_lock, flags);
-	if (list_empty(&kf->kf_notes) &&
-	    kf->kf_inflight + (kf->kf_head - kf->kf_tail) < kf->kf_ring_size) {
-		unsigned int slot = kf->kf_head++ & (kf->kf_ring_size - 1);
-
-		kf->kf_ring[slot] = *ev;
-		kf->kf_msgs[slot] = msg;
+	kxfer_ring_sync_locked(kf);
+	kxfer_file_refill(kf);
+	if (list_empty(&kf->kf_notes) && kxfer_file_has_room_locked(kf)) {
+		kxfer_file_push_locked(kf, ev, msg);
 	} else if (kf->kf_nnotes < KXFER_MAX_NOTES) {
 		n = kmalloc(sizeof(*n), GFP_ATOMIC);
 		if (n) {
@@ -54,6 +140,7 @@ void kxfer_file_post_note(struct kxfer_file *kf, const struct kxfer_event *ev,
 	} else {
 		dropped = true;
 	}
+	kxfer_ring_publish_locked(kf);
 	spin_unlock_irqrestore(&kf->kf_lock, flags);
 	if (dropped) {
 		kfree(msg);
@@ -67,33 +154,36 @@ void kxfer_file_post_note(struct kxfer_file *kf, const struct kxfer_event *ev,
  * @kf: the file; caller holds kf_lock
  * @ev: the event
  *
- * The job's slot was kept at submission (kf_inflight): there is room.
+ * The job's slot was kept at submission (kf_inflight): there is room,
+ * whatever the mapped ring's tail says (kxfer_ring_sync_locked()).
  */
 void kxfer_file_complete_locked(struct kxfer_file *kf,
 				const struct kxfer_event *ev)
 {
 	lockdep_assert_held(&kf->kf_lock);
-	kf->kf_ring[kf->kf_head++ & (kf->kf_ring_size - 1)] = *ev;
+	kxfer_file_push_locked(kf, ev, NULL);
 	kf->kf_inflight--;
+	kxfer_ring_publish_locked(kf);
 }
 
-/* Move waiting notifications into the ring.  Caller holds kf_lock. */
-static void kxfer_file_refill(struct kxfer_file *kf)
+/**
+ * kxfer_file_ring_sync - take the mapped ring's tail and refill the ring
+ *	from the overflow list
+ * @kf: the file
+ *
+ * Before SUBMIT's room check, so that what the reader took counts.
+ */
+void kxfer_file_ring_sync(struct kxfer_file *kf)
 {
-	struct kxfer_note *n;
+	unsigned long flags;
 
-	while ((n = list_first_entry_or_null(&kf->kf_notes, struct kxfer_note,
-					     n_node)) &&
-	       kf->kf_inflight + (kf->kf_head - kf->kf_tail) <
-	       kf->kf_ring_size) {
-		unsigned int slot = kf->kf_head++ & (kf->kf_ring_size - 1);
-
-		kf->kf_ring[slot] = n->n_ev;
-		kf->kf_msgs[slot] = n->n_msg;
-		list_del(&n->n_node);
-		kf->kf_nnotes--;
-		kfree(n);
-	}
+	if (!READ_ONCE(kf->kf_shr))
+		return;
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	kxfer_ring_sync_locked(kf);
+	kxfer_file_refill(kf);
+	kxfer_ring_publish_locked(kf);
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
 }
 
 /**
@@ -104,7 +194,6 @@ static void kxfer_file_refill(struct kxfer_file *kf)
 void kxfer_file_free_notes(struct kxfer_file *kf)
 {
 	struct kxfer_note *n, *tmp;
-
 	unsigned int i;
 
 	list_for_each_entry_safe(n, tmp, &kf->kf_notes, n_node) {
@@ -116,12 +205,27 @@ void kxfer_file_free_notes(struct kxfer_file *kf)
 		kfree(kf->kf_msgs[i]);
 }
 
+/**
+ * kxfer_file_free_ring - free the mapped ring (last put: every mapping of
+ *	it holds the file, so none is left)
+ * @kf: the file's context
+ */
+void kxfer_file_free_ring(struct kxfer_file *kf)
+{
+	vfree(kf->kf_shr);
+	kf->kf_shr = NULL;
+	kfree(kf->kf_bounce);
+	kf->kf_bounce = NULL;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Events                                                                  */
 /* ---------------------------------------------------------------------- */
 
+/* Events ready, after taking the mapped ring's tail. */
 static unsigned int kxfer_events_ready(struct kxfer_file *kf)
 {
+	kxfer_file_ring_sync(kf);
 	return READ_ONCE(kf->kf_head) - READ_ONCE(kf->kf_tail);
 }
 
@@ -149,6 +253,15 @@ static int kxfer_reap_msg(struct kxfer_reap *r, struct kxfer_event *ev,
 	return 0;
 }
 
+/* The file's message bounce buffer.  Caller holds kf_reap_mutex. */
+static void *kxfer_file_bounce(struct kxfer_file *kf)
+{
+	lockdep_assert_held(&kf->kf_reap_mutex);
+	if (!kf->kf_bounce)
+		kf->kf_bounce = kmalloc(KXFER_NOTIFY_MSG_MAX, GFP_KERNEL);
+	return kf->kf_bounce;
+}
+
 /**
  * kxfer_ioc_reap - KXFER_IOC_REAP
  * @kf: the file
@@ -163,15 +276,22 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 	struct kxfer_event __user *uev;
 	u32 msgs_used = 0;
 	struct kxfer_reap r;
+	void *bounce = NULL;
 	ktime_t deadline;
 	long ret = 0;
 
 	if (copy_from_user(&r, uarg, sizeof(r)))
 		return -EFAULT;
-	if ((r.flags & ~KXFER_REAP_BUSY_POLL) || r.reserved)
+	if ((r.flags & ~(KXFER_REAP_BUSY_POLL | KXFER_REAP_WAIT)) ||
+	    r.reserved)
 		return -EINVAL;
-	if (!r.max || r.min > r.max)
+	if (r.flags & KXFER_REAP_WAIT) {
+		if (r.events || r.max || r.msgs || r.msgs_len ||
+		    r.min > kf->kf_ring_size)
+			return -EINVAL;
+	} else if (!r.max || r.min > r.max) {
 		return -EINVAL;
+	}
 	uev = u64_to_user_ptr(r.events);
 	deadline = ktime_add_ns(ktime_get(), r.timeout_ns > 0 ? r.timeout_ns : 0);
 
@@ -217,27 +337,54 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 			break;
 	}
 
+	if (r.flags & KXFER_REAP_WAIT) {
+		r.count = kxfer_events_ready(kf);
+		if (ret == -EINTR && r.count >= r.min)
+			ret = 0;
+		if (copy_to_user(uarg, &r, sizeof(r)))
+			return -EFAULT;
+		return ret;
+	}
+
 	/* Copy out, then consume: an event is taken once it reached the user. */
 	if (put_user(0U, &((struct kxfer_reap __user *)uarg)->count))
 		return -EFAULT;
 	mutex_lock(&kf->kf_reap_mutex);
+	if (r.msgs) {
+		bounce = kxfer_file_bounce(kf);
+		if (!bounce) {
+			mutex_unlock(&kf->kf_reap_mutex);
+			return -ENOMEM;
+		}
+	}
 	r.count = 0;
 	while (r.count < r.max) {
-		unsigned int tail = READ_ONCE(kf->kf_tail), slot;
+		unsigned int tail, slot;
 		struct kxfer_event ev;
 		unsigned long flags;
+		void *msg = NULL;
 		int err;
 
 		spin_lock_irqsave(&kf->kf_lock, flags);
+		kxfer_ring_sync_locked(kf);
+		tail = kf->kf_tail;
 		if (kf->kf_head == tail) {
 			spin_unlock_irqrestore(&kf->kf_lock, flags);
 			break;
 		}
 		slot = tail & (kf->kf_ring_size - 1);
 		ev = kf->kf_ring[slot];
+		/*
+		 * The message is copied under the lock: once the mapped
+		 * ring's tail moves past its event, it is freed.
+		 */
+		if (bounce && ev.type == KXFER_EV_NOTIFY && kf->kf_msgs[slot] &&
+		    ev.msg_len && ev.msg_len <= KXFER_NOTIFY_MSG_MAX) {
+			memcpy(bounce, kf->kf_msgs[slot], ev.msg_len);
+			msg = bounce;
+		}
 		spin_unlock_irqrestore(&kf->kf_lock, flags);
-		/* Only the reaper, which we are, takes kf_msgs[slot]. */
-		err = kxfer_reap_msg(&r, &ev, kf->kf_msgs[slot], &msgs_used);
+		err = kxfer_reap_msg(&r, &ev, msg, &msgs_used);
 		if (err == -ENOSPC)
 			break;		/* the next call takes it */
 		if (err || copy_to_user(&uev[r.count], &ev, sizeof(ev))) {
@@ -245,10 +392,16 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 			break;
 		}
 		spin_lock_irqsave(&kf->kf_lock, flags);
-		kf->kf_tail = tail + 1;
-		kfree(kf->kf_msgs[slot]);
-		kf->kf_msgs[slot] = NULL;
+		/* Unless the mapped ring's reader took it meanwhile. */
+		if (kf->kf_tail == tail) {
+			kf->kf_tail = tail + 1;
+			kfree(kf->kf_msgs[slot]);
+			kf->kf_msgs[slot] = NULL;
+			if (kf->kf_shr)
+				WRITE_ONCE(kf->kf_shr->tail, kf->kf_tail);
+		}
 		kxfer_file_refill(kf);
+		kxfer_ring_publish_locked(kf);
 		spin_unlock_irqrestore(&kf->kf_lock, flags);
 		r.count++;
 	}
@@ -258,6 +411,150 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 		ret = 0;
 	if (copy_to_user(uarg, &r, sizeof(r)))
 		return -EFAULT;
+	return ret;
+}
+
+/**
+ * kxfer_ioc_ring_setup - KXFER_IOC_RING_SETUP: make the mapped ring
+ * @kf: the file
+ * @uarg: struct kxfer_ring_setup in user memory
+ *
+ * Return: 0 or a negative errno.  May sleep.
+ */
+long kxfer_ioc_ring_setup(struct kxfer_file *kf, void __user *uarg)
+{
+	size_t evoff = sizeof(struct kxfer_ring);
+	struct kxfer_ring_setup rs;
+	struct kxfer_ring *shr;
+	unsigned long flags;
+	size_t len;
+
+	if (copy_from_user(&rs, uarg, sizeof(rs)))
+		return -EFAULT;
+	if (rs.flags || rs.reserved0 ||
+	    !kxfer_zero(rs.reserved, sizeof(rs.reserved)))
+		return -EINVAL;
+
+	len = PAGE_ALIGN(evoff + (size_t)kf->kf_ring_size *
+			 sizeof(struct kxfer_event));
+	mutex_lock(&kf->kf_reap_mutex);
+	if (!kf->kf_shr) {
+		unsigned int i;
+
+		shr = vmalloc_user(len);
+		if (!shr) {
+			mutex_unlock(&kf->kf_reap_mutex);
+			return -ENOMEM;
+		}
+		shr->mask = kf->kf_ring_size - 1;
+		shr->entries = kf->kf_ring_size;
+		shr->events_off = evoff;
+		spin_lock_irqsave(&kf->kf_lock, flags);
+		kf->kf_shr_ev = (void *)shr + evoff;
+		kf->kf_shr_len = len;
+		/* The events not yet taken, as if posted now. */
+		for (i = kf->kf_tail; i != kf->kf_head; i++) {
+			unsigned int slot = i & (kf->kf_ring_size - 1);
+			struct kxfer_event *sev = &kf->kf_shr_ev[slot];
+
+			*sev = kf->kf_ring[slot];
+			if (sev->type == KXFER_EV_NOTIFY && sev->msg_len)
+				sev->msg_off = kf->kf_msgs[slot] ?
+					KXFER_MSG_RING : KXFER_MSG_NONE;
+		}
+		shr->tail = kf->kf_tail;
+		WRITE_ONCE(kf->kf_shr, shr);
+		kxfer_ring_publish_locked(kf);
+		spin_unlock_irqrestore(&kf->kf_lock, flags);
+	}
+	mutex_unlock(&kf->kf_reap_mutex);
+
+	memset(&rs, 0, sizeof(rs));
+	rs.entries = kf->kf_ring_size;
+	rs.mmap_offset = KXFER_RING_MMAP_OFFSET;
+	rs.mmap_len = len;
+	rs.events_off = evoff;
+	return copy_to_user(uarg, &rs, sizeof(rs)) ? -EFAULT : 0;
+}
+
+/**
+ * kxfer_ring_mmap - map the ring (window 0 of the file's mmap space)
+ * @kf: the file
+ * @vma: the mapping, MAP_SHARED (checked by the caller)
+ *
+ * Return: 0 or a negative errno.
+ */
+int kxfer_ring_mmap(struct kxfer_file *kf, struct vm_area_struct *vma)
+{
+	struct kxfer_ring *shr;
+	size_t len;
+	unsigned long flags;
+
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	shr = kf->kf_shr;
+	len = kf->kf_shr_len;
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	if (!shr)
+		return -ENXIO;
+	if (vma->vm_pgoff || vma->vm_end - vma->vm_start != len)
+		return -EINVAL;
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
+	/* The vma holds the file, so the ring outlives the mapping. */
+	return remap_vmalloc_range(vma, shr, 0);
+}
+
+/**
+ * kxfer_ioc_ring_msg - KXFER_IOC_RING_MSG: the message of a ready event
+ * @kf: the file
+ * @uarg: struct kxfer_ring_msg in user memory
+ *
+ * Return: 0 or a negative errno.  May sleep.
+ */
+long kxfer_ioc_ring_msg(struct kxfer_file *kf, void __user *uarg)
+{
+	struct kxfer_ring_msg m;
+	unsigned int slot;
+	unsigned long flags;
+	struct kxfer_event ev;
+	void *bounce;
+	long ret = 0;
+
+	if (copy_from_user(&m, uarg, sizeof(m)))
+		return -EFAULT;
+	if (m.flags || !kxfer_zero(m.reserved, sizeof(m.reserved)))
+		return -EINVAL;
+
+	mutex_lock(&kf->kf_reap_mutex);
+	bounce = kxfer_file_bounce(kf);
+	if (!bounce) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	kxfer_ring_sync_locked(kf);
+	slot = m.index & (kf->kf_ring_size - 1);
+	ev = kf->kf_ring[slot];
+	if (m.index - kf->kf_tail >= kf->kf_head - kf->kf_tail ||
+	    ev.type != KXFER_EV_NOTIFY || !ev.msg_len || !kf->kf_msgs[slot] ||
+	    ev.msg_len > KXFER_NOTIFY_MSG_MAX) {
+		ret = -ENOENT;
+	} else {
+		m.msg_len = ev.msg_len;
+		if (m.len < ev.msg_len)
+			ret = -ENOSPC;
+		else
+			memcpy(bounce, kf->kf_msgs[slot], ev.msg_len);
+	}
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	if (ret == -ENOENT)
+		goto out;
+	if (!ret && copy_to_user(u64_to_user_ptr(m.buf), bounce, m.msg_len))
+		ret = -EFAULT;
+	else if (copy_to_user(uarg, &m, sizeof(m)))
+		ret = -EFAULT;
+out:
+	mutex_unlock(&kf->kf_reap_mutex);
 	return ret;
 }
 

@@ -891,6 +891,13 @@ extern unsigned int kxfer_stripe;
  * @kf_tail: next event to reap (free running)
  * @kf_inflight: jobs accepted and not yet completed; with the events not
  *	yet reaped, never more than kf_ring_size: no event is ever lost
+ * @kf_shr: the mapped ring (KXFER_IOC_RING_SETUP), or %NULL: a copy of
+ *	@kf_ring for user space, whose tail alone is read back (sanitized
+ *	into @kf_tail); set once under kf_reap_mutex and kf_lock
+ * @kf_shr_ev: its entries
+ * @kf_shr_len: its length in bytes, what mmap(2) must ask for
+ * @kf_bounce: KXFER_NOTIFY_MSG_MAX bytes, under kf_reap_mutex: a message
+ *	is copied there under kf_lock, then to user space
  */
 struct kxfer_file {
 	struct kref		kf_ref;
@@ -914,6 +921,10 @@ struct kxfer_file {
 	struct list_head	kf_gates;
 	/* jobs whose event is posted and that are not yet freed */
 	atomic_t		kf_freeing;
+	struct kxfer_ring	*kf_shr;
+	struct kxfer_event	*kf_shr_ev;
+	size_t			kf_shr_len;
+	void			*kf_bounce;
 };
 
 /**
@@ -936,6 +947,11 @@ long kxfer_ioc_peer_lookup(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_submit(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg);
+long kxfer_ioc_ring_setup(struct kxfer_file *kf, void __user *uarg);
+long kxfer_ioc_ring_msg(struct kxfer_file *kf, void __user *uarg);
+int kxfer_ring_mmap(struct kxfer_file *kf, struct vm_area_struct *vma);
+void kxfer_file_ring_sync(struct kxfer_file *kf);
+void kxfer_file_free_ring(struct kxfer_file *kf);
 long kxfer_ioc_cancel(struct kxfer_file *kf, void __user *uarg);
 __poll_t kxfer_file_poll(struct kxfer_file *kf, struct file *filp,
 			 poll_table *wait);

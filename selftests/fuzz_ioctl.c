@@ -128,7 +128,7 @@ static struct timespec t_start;
 enum call {
 	C_QUERY, C_ATTACH, C_DETACH, C_PEER, C_REMOTE, C_SUBMIT, C_REAP,
 	C_NSUB, C_NUNSUB, C_PUSER, C_PDMABUF, C_EXPADD, C_EXPDEL, C_UNKNOWN,
-	C_MMAP, C_CLOSE, C_ARENA, C_NCALLS
+	C_MMAP, C_CLOSE, C_ARENA, C_RSETUP, C_RMSG, C_NCALLS
 };
 
 static const char *const call_name[C_NCALLS] = {
@@ -136,6 +136,7 @@ static const char *const call_name[C_NCALLS] = {
 	"SUBMIT", "REAP", "NOTIFY_SUBSCRIBE", "NOTIFY_UNSUBSCRIBE",
 	"POOL_USER", "POOL_DMABUF", "EXPORT_ADD", "EXPORT_DEL",
 	"unknown-ioctl", "mmap", "close-under-use", "arena-remap",
+	"RING_SETUP", "RING_MSG",
 };
 
 /* errnos each call may return: kmod/chardev.c, kmod/job.c, kmod/event.c, kmod/handle.c, kmod/pool.c */
@@ -160,6 +161,9 @@ static const int set_expdel[] = { EFAULT, EINVAL, ENOENT, EPERM, 0 };
 static const int set_unknown[] = { ENOTTY, 0 };
 /* mmap: the module's ENXIO/EINVAL, the core's EINVAL/ENOMEM/EOVERFLOW */
 static const int set_mmap[] = { EINVAL, ENXIO, ENOMEM, EOVERFLOW, 0 };
+/* event.c: the mapped ring */
+static const int set_rsetup[] = { EFAULT, EINVAL, ENOMEM, 0 };
+static const int set_rmsg[] = { EFAULT, EINVAL, ENOENT, ENOSPC, ENOMEM, 0 };
 /* the arena's own mmap/mprotect/madvise calls */
 static const int set_arena[] = { ENOMEM, EEXIST, 0 };
 /*
@@ -173,6 +177,7 @@ static const int *const call_set[C_NCALLS] = {
 	set_query, set_attach, set_detach, set_lookup, set_lookup, set_submit,
 	set_reap, set_nsub, set_detach, set_puser, set_pdmabuf, set_expadd,
 	set_expdel, set_unknown, set_mmap, set_unknown, set_arena,
+	set_rsetup, set_rmsg,
 };
 
 static atomic_ulong n_calls[C_NCALLS];
@@ -2952,6 +2957,7 @@ static void fz_unknown(struct thr *t, struct kfd *k)
 		KXFER_IOC_NOTIFY_UNSUBSCRIBE, KXFER_IOC_POOL_USER,
 		KXFER_IOC_POOL_DMABUF, KXFER_IOC_EXPORT_ADD,
 		KXFER_IOC_EXPORT_DEL, KXFER_IOC_CANCEL,
+		KXFER_IOC_RING_SETUP, KXFER_IOC_RING_MSG,
 	};
 	unsigned long cmd;
 	unsigned int i, nr, size, dir;
@@ -3065,6 +3071,115 @@ static void touch_maps(struct thr *t)
 					      t->maps[i].len / 2, __ATOMIC_RELAXED);
 }
 
+/*
+ * The mapped event ring: RING_SETUP and RING_MSG with bad arguments,
+ * the mapping, and a tail that is never a valid one written into it
+ * (behind the kernel's, or past any head it can reach meanwhile): the
+ * kernel must ignore it, so that no event is lost to the fuzzer's count.
+ */
+static void fz_ring(struct thr *t, struct kfd *k, bool victim)
+{
+	static const int extra[] = { ENODEV, 0 };
+	struct kxfer_ring_setup rs = {}, rgood;
+	struct kxfer_ring_msg m = {}, mgood;
+	enum ptr_kind pk = pick_ptr(t);
+	struct kxfer_reap wr = { .flags = KXFER_REAP_WAIT };
+	int ret, err, exact = -1;
+	char buf[64];
+	void *p;
+
+	if (chance(&t->rng, 6))
+		rs.flags = rval(&t->rng);
+	if (chance(&t->rng, 8))
+		rs.reserved0 = rval(&t->rng);
+	if (chance(&t->rng, 8))
+		rs.reserved[rbelow(&t->rng, 2)] = rval(&t->rng);
+	if (chance(&t->rng, 4))
+		rs.entries = rnd(&t->rng);	/* out fields: ignored */
+	if (rs.flags || rs.reserved0 || rs.reserved[0] || rs.reserved[1])
+		exact = EINVAL;
+	p = place(t, pk, &rs, sizeof(rs), &rgood, 0);
+	if (ptr_faults(pk) || pk == P_CROSS || (pk == P_RO && exact < 0))
+		exact = EFAULT;
+	snprintf(t->desc, sizeof(t->desc),
+		 "RING_SETUP fd %d arg %s %p flags 0x%x reserved %x,%llx,%llx",
+		 k->fd, ptr_name[pk], p, rs.flags, rs.reserved0,
+		 (unsigned long long)rs.reserved[0],
+		 (unsigned long long)rs.reserved[1]);
+	ret = do_ioctl(k->fd, KXFER_IOC_RING_SETUP, p, &err);
+	check_errno(t, C_RSETUP, ret, err, exact < 0 ? E_RES : exact, NULL);
+	if (!ret) {
+		memcpy(&rs, p, sizeof(rs));
+		if (rs.entries != limits.max_inflight || rs.mmap_offset ||
+		    rs.events_off != sizeof(struct kxfer_ring) ||
+		    rs.mmap_len < rs.events_off +
+		    (__u64)rs.entries * sizeof(struct kxfer_event))
+			fail(t, "RING_SETUP answered %u entries, len %llu",
+			     rs.entries, (unsigned long long)rs.mmap_len);
+	}
+
+	/* RING_MSG: any index; a good one only reads, never takes. */
+	pk = pick_ptr(t);
+	exact = -1;
+	m.index = chance(&t->rng, 2) ? rnd(&t->rng) : rbelow(&t->rng, 4);
+	m.len = rbelow(&t->rng, sizeof(buf) + 1);
+	m.buf = chance(&t->rng, 8) ? 1 : (unsigned long)buf;
+	if (chance(&t->rng, 8))
+		m.flags = rval(&t->rng);
+	if (chance(&t->rng, 8))
+		m.reserved[rbelow(&t->rng, 2)] = rval(&t->rng);
+	if (m.flags || m.reserved[0] || m.reserved[1])
+		exact = EINVAL;
+	p = place(t, pk, &m, sizeof(m), &mgood, 0);
+	if (ptr_faults(pk) || pk == P_CROSS)
+		exact = EFAULT;
+	snprintf(t->desc, sizeof(t->desc),
+		 "RING_MSG fd %d arg %s %p index %u len %u flags 0x%x",
+		 k->fd, ptr_name[pk], p, m.index, m.len, m.flags);
+	ret = do_ioctl(k->fd, KXFER_IOC_RING_MSG, p, &err);
+	check_errno(t, C_RMSG, ret, err, exact, NULL);
+
+	/*
+	 * The mapping, and a tail the kernel must not take: on the thread's
+	 * own file only, where no other thread writes a tail meanwhile.
+	 */
+	if (!rs.mmap_len || !rs.entries || k != &t->own)
+		return;
+	snprintf(t->desc, sizeof(t->desc), "mmap ring fd %d len %llu", k->fd,
+		 (unsigned long long)rs.mmap_len);
+	p = mmap(NULL, rs.mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED, k->fd,
+		 KXFER_RING_MMAP_OFFSET);
+	err = p == MAP_FAILED ? errno : 0;
+	check_errno(t, C_MMAP, p == MAP_FAILED ? -1 : 0, err, E_RES,
+		    victim ? extra : NULL);
+	if (p == MAP_FAILED)
+		return;
+	{
+		struct kxfer_ring *r = p;
+		__u32 tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+		__u32 head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		__u32 bad = chance(&t->rng, 2) ?
+			tail - 1 - rbelow(&t->rng, 1U << 30) :
+			head + 4 * rs.entries + rbelow(&t->rng, 1U << 30);
+
+		/* Only the tail is read back; the rest is ours to spoil. */
+		r->head = rnd(&t->rng);
+		r->mask = rnd(&t->rng);
+		memset((char *)p + rs.events_off, 0xa5,
+		       rbelow(&t->rng, rs.entries) * sizeof(struct kxfer_event));
+		__atomic_store_n(&r->tail, bad, __ATOMIC_RELEASE);
+		snprintf(t->desc, sizeof(t->desc),
+			 "REAP WAIT fd %d with ring tail %u (was %u, head %u)",
+			 k->fd, bad, tail, head);
+		ret = do_ioctl(k->fd, KXFER_IOC_REAP, &wr, &err);
+		check_errno(t, C_REAP, ret, err, 0, NULL);
+		/* Put the tail back, unless a REAP did meanwhile. */
+		__atomic_compare_exchange_n(&r->tail, &bad, tail, false,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	}
+	munmap(p, rs.mmap_len);
+}
+
 /* One random operation on file @k. */
 static void fz_one(struct thr *t, struct kfd *k, bool victim)
 {
@@ -3088,8 +3203,10 @@ static void fz_one(struct thr *t, struct kfd *k, bool victim)
 		fz_nsub(t, k, false);
 	else if (r < 68)
 		fz_nsub(t, k, true);
-	else if (r < 72)
+	else if (r < 70)
 		fz_unknown(t, k);
+	else if (r < 72)
+		fz_ring(t, k, victim);
 	else if (r < 76)
 		fz_mmap(t, k, victim);
 	else if (r < 78)

@@ -297,6 +297,7 @@ ktap_run "$KXFER_TOP/selftests/sec_test"
 ktest upool_setup t_upool_setup
 ktap_run "$KXFER_TOP/selftests/upool_test"
 ktap_run "$KXFER_TOP/selftests/notify_test"
+ktap_run "$KXFER_TOP/selftests/ring_test"
 ktest upool_cleanup t_upool_cleanup
 ktest fuzz_nl t_fuzz_nl
 ktest fuzz_ioctl t_fuzz_ioctl

@@ -30,7 +30,9 @@
  *    the global errno.
  *  - kxfer_submit() and kxfer_reap() neither allocate nor lock: each is
  *    one ioctl (kxfer_submit() more than one only to split a batch
- *    larger than the module's max_jobs_per_submit).
+ *    larger than the module's max_jobs_per_submit); kxfer_reap() none
+ *    at all while events are ready in the mapped ring
+ *    (kxfer_ring_mapped()).
  *  - A struct kxfer may be shared by threads: everything but
  *    kxfer_close() may be called concurrently.  The kernel serialises
  *    what needs to be.
@@ -339,6 +341,23 @@ int kxfer_submit_raw(struct kxfer *kx, struct kxfer_submit *s);
  */
 int kxfer_reap(struct kxfer *kx, struct kxfer_event *ev, unsigned int max,
 	       unsigned int min, int64_t timeout_ns, unsigned int flags);
+
+/**
+ * kxfer_ring_mapped() - whether kxfer_reap() reads the mapped event ring
+ * @kx: the context
+ *
+ * kxfer_open() maps the file's event ring when the module has it
+ * (KXFER_FEAT_RING) and LIBKXFER_NO_RING=1 is not in the environment;
+ * kxfer_reap() and kxfer_reap_msgs() then take ready events from it
+ * without a system call and call KXFER_IOC_REAP only to wait.  Their
+ * results are the same either way, except that a bad @ev or @msgs
+ * pointer faults in the caller instead of returning -EFAULT.  A caller
+ * that uses KXFER_IOC_REAP itself on kxfer_fd() still can: it takes from
+ * the same ring.
+ *
+ * Return: 1 if the ring is mapped, else 0.
+ */
+int kxfer_ring_mapped(struct kxfer *kx);
 
 /**
  * kxfer_notify_subscribe() - receive the notifications of a local export

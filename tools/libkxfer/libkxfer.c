@@ -5,6 +5,15 @@
  * Thin on purpose: every call is one ioctl with its structure filled
  * from the arguments, reserved fields zero, and errno turned into a
  * negative return value.  Nothing here allocates after kxfer_open().
+ *
+ * The one exception is reaping: when the module has the mapped event
+ * ring (KXFER_FEAT_RING), kxfer_open() maps it and kxfer_reap() takes
+ * events from it without a system call, entering the kernel only to
+ * wait (KXFER_REAP_WAIT), to read a notification's message
+ * (KXFER_IOC_RING_MSG) or to have waiting notifications moved in
+ * (KXFER_RING_F_NEED_REAP).  Threads take events by moving the tail
+ * with a compare-and-swap: what one thread copied is its own only if its
+ * swap succeeds.  LIBKXFER_NO_RING=1 in the environment keeps REAP.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _FILE_OFFSET_BITS 64	/* mmap offsets are windows of 2^40 */
@@ -17,6 +26,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kxfer.h"
@@ -28,6 +38,10 @@
 struct kxfer {
 	int kx_fd;
 	struct kxfer_query kx_query;
+	struct kxfer_ring *kx_ring;		/* mapped, or NULL */
+	struct kxfer_event *kx_ring_ev;
+	size_t kx_ring_len;
+	uint32_t kx_ring_mask;
 };
 
 /* ioctl(2) as 0 or -errno; errno is left as it was. */
@@ -54,6 +68,32 @@ static int kx_name(char dst[KXFER_NAME_MAX], const char *name)
 	memset(dst, 0, KXFER_NAME_MAX);
 	memcpy(dst, name, len);
 	return 0;
+}
+
+/* Map the event ring if the module has it; without it, REAP does. */
+static void kx_ring_map(struct kxfer *kx)
+{
+	struct kxfer_ring_setup rs = { .flags = 0 };
+	const char *no = getenv("LIBKXFER_NO_RING");
+	void *p;
+
+	if (!(kx->kx_query.features & KXFER_FEAT_RING) || (no && *no == '1'))
+		return;
+	if (kx_ioctl(kx->kx_fd, KXFER_IOC_RING_SETUP, &rs))
+		return;
+	if (!rs.entries || (rs.entries & (rs.entries - 1)) ||
+	    rs.events_off < sizeof(struct kxfer_ring) ||
+	    rs.events_off + (uint64_t)rs.entries * sizeof(struct kxfer_event) >
+	    rs.mmap_len)
+		return;
+	p = mmap(NULL, rs.mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 kx->kx_fd, (off_t)rs.mmap_offset);
+	if (p == MAP_FAILED)
+		return;
+	kx->kx_ring = p;
+	kx->kx_ring_ev = (struct kxfer_event *)((char *)p + rs.events_off);
+	kx->kx_ring_len = rs.mmap_len;
+	kx->kx_ring_mask = rs.entries - 1;
 }
 
 KX_EXPORT int kxfer_open(struct kxfer **kxp)
@@ -85,6 +125,7 @@ KX_EXPORT int kxfer_open(struct kxfer **kxp)
 		ret = -EPROTONOSUPPORT;
 		goto err_close;
 	}
+	kx_ring_map(kx);
 
 	errno = saved;
 	*kxp = kx;
@@ -104,6 +145,8 @@ KX_EXPORT void kxfer_close(struct kxfer *kx)
 
 	if (!kx)
 		return;
+	if (kx->kx_ring)
+		munmap(kx->kx_ring, kx->kx_ring_len);
 	close(kx->kx_fd);
 	free(kx);
 	errno = saved;
@@ -361,6 +404,142 @@ KX_EXPORT int kxfer_reap(struct kxfer *kx, struct kxfer_event *ev,
 	return kxfer_reap_msgs(kx, ev, max, min, timeout_ns, flags, NULL, 0);
 }
 
+/*
+ * Take up to @max ready events from the ring, with their messages in
+ * @msgs from *@used on; @first: no event was taken yet by this call, so
+ * one whose message does not fit comes without it (KXFER_MSG_NONE), as
+ * REAP does.  Return: events taken.
+ */
+static unsigned int kx_ring_take(struct kxfer *kx, struct kxfer_event *ev,
+				 unsigned int max, char *msgs,
+				 uint32_t msgs_len, uint32_t *used, bool first)
+{
+	struct kxfer_ring *r = kx->kx_ring;
+	uint32_t mask = kx->kx_ring_mask;
+
+	for (;;) {
+		uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+		uint32_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		uint32_t n = head - tail, u = *used, i;
+		bool retry = false;
+
+		if (n > mask + 1)	/* a tail moved by hand: wait for REAP */
+			return 0;
+		if (n > max)
+			n = max;
+		for (i = 0; i < n; i++) {
+			struct kxfer_event e = kx->kx_ring_ev[(tail + i) & mask];
+			struct kxfer_ring_msg m = { .index = tail + i };
+			int ret;
+
+			if (e.type == KXFER_EV_NOTIFY && e.msg_len &&
+			    e.msg_off == KXFER_MSG_RING) {
+				if (!msgs || e.msg_len > msgs_len - u) {
+					if (i || !first) {
+						n = i;
+						break;
+					}
+					e.msg_off = KXFER_MSG_NONE;
+				} else {
+					m.buf = (uintptr_t)(msgs + u);
+					m.len = e.msg_len;
+					ret = kx_ioctl(kx->kx_fd,
+						       KXFER_IOC_RING_MSG, &m);
+					if (ret == -ENOENT) {	/* taken meanwhile */
+						retry = true;
+						break;
+					}
+					if (ret || m.msg_len != e.msg_len) {
+						e.msg_off = KXFER_MSG_NONE;
+					} else {
+						e.msg_off = u;
+						u += e.msg_len;
+					}
+				}
+			} else if (e.type == KXFER_EV_NOTIFY && e.msg_len) {
+				e.msg_off = KXFER_MSG_NONE;
+			}
+			ev[i] = e;
+		}
+		if (retry)
+			continue;
+		if (!n)
+			return 0;
+		if (__atomic_compare_exchange_n(&r->tail, &tail, tail + n, false,
+						__ATOMIC_RELEASE,
+						__ATOMIC_RELAXED)) {
+			*used = u;
+			return n;
+		}
+	}
+}
+
+static int64_t kx_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* KXFER_REAP_WAIT: 0 or -errno. */
+static int kx_ring_wait(struct kxfer *kx, unsigned int min, int64_t timeout_ns,
+			unsigned int flags)
+{
+	struct kxfer_reap r = {
+		.min = min,
+		.timeout_ns = timeout_ns,
+		.flags = KXFER_REAP_WAIT | (flags & KXFER_REAP_BUSY_POLL),
+	};
+
+	return kx_ioctl(kx->kx_fd, KXFER_IOC_REAP, &r);
+}
+
+static int kx_ring_reap(struct kxfer *kx, struct kxfer_event *ev,
+			unsigned int max, unsigned int min, int64_t timeout_ns,
+			unsigned int flags, void *msgs, uint32_t msgs_len)
+{
+	int64_t deadline = timeout_ns > 0 ? kx_now_ns() + timeout_ns : 0;
+	unsigned int count = 0;
+	uint32_t used = 0;
+	int ret;
+
+	if (!max || min > max || max > INT32_MAX ||
+	    (flags & ~KXFER_REAP_BUSY_POLL))
+		return -EINVAL;
+	if (min > kx->kx_ring_mask + 1)
+		min = kx->kx_ring_mask + 1;
+	for (;;) {
+		unsigned int k = kx_ring_take(kx, ev + count, max - count,
+					      msgs, msgs ? msgs_len : 0,
+					      &used, !count);
+		int64_t left = timeout_ns;
+
+		count += k;
+		if (!k && count < max &&
+		    (__atomic_load_n(&kx->kx_ring->flags, __ATOMIC_RELAXED) &
+		     KXFER_RING_F_NEED_REAP)) {
+			/* Room is there: have the waiting ones moved in. */
+			ret = kx_ring_wait(kx, 0, 0, 0);
+			if (ret)
+				return count ? (int)count : ret;
+			k = kx_ring_take(kx, ev + count, max - count, msgs,
+					 msgs ? msgs_len : 0, &used, !count);
+			count += k;
+		}
+		if (count >= min || count == max || !timeout_ns)
+			return (int)count;
+		if (timeout_ns > 0) {
+			left = deadline - kx_now_ns();
+			if (left <= 0)
+				return (int)count;
+		}
+		ret = kx_ring_wait(kx, min - count, left, flags);
+		if (ret)
+			return count ? (int)count : ret;
+	}
+}
+
 KX_EXPORT int kxfer_reap_msgs(struct kxfer *kx, struct kxfer_event *ev,
 			      unsigned int max, unsigned int min,
 			      int64_t timeout_ns, unsigned int flags,
@@ -377,12 +556,20 @@ KX_EXPORT int kxfer_reap_msgs(struct kxfer *kx, struct kxfer_event *ev,
 	};
 	int ret;
 
+	if (kx->kx_ring)
+		return kx_ring_reap(kx, ev, max, min, timeout_ns, flags, msgs,
+				    msgs_len);
 	ret = kx_ioctl(kx->kx_fd, KXFER_IOC_REAP, &r);
 	if (ret)
 		return ret;
 	if (r.count > max || r.count > INT32_MAX)
 		return -EPROTO;
 	return (int)r.count;
+}
+
+KX_EXPORT int kxfer_ring_mapped(struct kxfer *kx)
+{
+	return kx->kx_ring != NULL;
 }
 
 KX_EXPORT int kxfer_notify_subscribe(struct kxfer *kx, const char *export_name,

@@ -78,6 +78,11 @@ struct kxfer_query {
  */
 #define KXFER_FEAT_NOTIFY_MSG	(1ULL << 5)
 #define KXFER_FEAT_CANCEL	(1ULL << 6)	/* KXFER_IOC_CANCEL */
+/*
+ * The mapped event ring: KXFER_IOC_RING_SETUP, KXFER_IOC_RING_MSG,
+ * KXFER_REAP_WAIT and mmap(2) at KXFER_RING_MMAP_OFFSET
+ */
+#define KXFER_FEAT_RING		(1ULL << 7)
 
 /**
  * struct kxfer_pool_attach - KXFER_IOC_POOL_ATTACH: attach a pool by name
@@ -277,6 +282,12 @@ enum kxfer_event_type {
 
 /* struct kxfer_event.msg_off of a message the reap had no room for */
 #define KXFER_MSG_NONE		0xffffffffU
+/*
+ * struct kxfer_event.msg_off, in the mapped ring only: the message waits
+ * in the kernel; KXFER_IOC_RING_MSG copies it until the ring's tail moves
+ * past the event
+ */
+#define KXFER_MSG_RING		0xfffffffeU
 
 /**
  * struct kxfer_event - what KXFER_IOC_REAP returns
@@ -331,6 +342,14 @@ struct kxfer_notify_sub {
 };
 
 #define KXFER_REAP_BUSY_POLL	(1U << 0)	/* spin instead of sleeping */
+/*
+ * Wait only, for a reader of the mapped ring: wait for @min events
+ * (at most the ring's entries), take none; @events, @max, @msgs and
+ * @msgs_len must be 0; @count is the number of events ready when the
+ * call returns.  Also moves waiting notifications into the ring
+ * (KXFER_RING_F_NEED_REAP).  KXFER_FEAT_RING.
+ */
+#define KXFER_REAP_WAIT		(1U << 1)
 
 /**
  * struct kxfer_reap - KXFER_IOC_REAP: take events
@@ -353,6 +372,13 @@ struct kxfer_notify_sub {
  * Return: 0 (@count may be below @min after the timeout), or -1 with
  * errno EINTR if a signal came first (events already taken are kept
  * for the next call).
+ *
+ * With the ring mapped (KXFER_IOC_RING_SETUP), REAP still takes events
+ * the same way, from the ring's tail, and moves the ring's tail past
+ * them; a file should take its events through one of the two at a time
+ * (an event taken by both concurrently is seen twice, the kernel's count
+ * of them stays right).  KXFER_REAP_WAIT only waits, for a reader of the
+ * mapped ring that wants to sleep.
  */
 struct kxfer_reap {
 	__u64 events;
@@ -538,9 +564,109 @@ struct kxfer_cancel {
 /*
  * Every pool attached by one open file owns a window of the file's mmap
  * offset space, KXFER_MMAP_WINDOW bytes wide, at handle * window.
+ * Window 0, which no pool has, holds the event ring.
  */
 #define KXFER_MMAP_WINDOW_SHIFT	40
 #define KXFER_MMAP_WINDOW	(1ULL << KXFER_MMAP_WINDOW_SHIFT)
+#define KXFER_RING_MMAP_OFFSET	0ULL
+
+/**
+ * struct kxfer_ring - the head of the mapped event ring
+ * @head: written by the kernel: index of the next event it posts; the
+ *	events at @tail .. @head - 1 are ready (free-running indexes, the
+ *	slot of index i is i & @mask).  Read with acquire order.
+ * @flags: written by the kernel, KXFER_RING_F_*
+ * @mask: entries - 1 (the ring has a power of two entries)
+ * @entries: the number of entries, KXFER_IOC_QUERY's @max_inflight
+ * @events_off: where struct kxfer_event[@entries] starts, in bytes from
+ *	the start of the mapping
+ * @tail: written by user space: index of the next event it will read;
+ *	store it with release order once the events before it are read.
+ *	The kernel frees a slot only when it sees @tail move past it.
+ *	A @tail that is not between the kernel's last known tail and @head
+ *	is ignored (nothing is lost or freed by it) until a valid one is
+ *	written; KXFER_IOC_REAP also moves it.
+ *
+ * The kernel never reads @head, @flags, @mask or the entries back: they
+ * are copies of its own state, for the reader.
+ */
+struct kxfer_ring {
+	__u32 head;
+	__u32 flags;
+	__u32 mask;
+	__u32 entries;
+	__u32 events_off;
+	__u32 reserved0;
+	__u64 reserved1[5];
+	/* 64 */
+	__u32 tail;
+	__u32 reserved2;
+	__u64 reserved3[7];
+};
+
+/*
+ * Events wait past the ring (notifications that found it full); a reader
+ * of the ring makes room and calls KXFER_IOC_REAP (KXFER_REAP_WAIT with a
+ * timeout of 0 is enough) to have them moved in.
+ */
+#define KXFER_RING_F_NEED_REAP	(1U << 0)
+
+/**
+ * struct kxfer_ring_setup - KXFER_IOC_RING_SETUP: make the file's event
+ *	ring mappable
+ * @flags: in, must be 0
+ * @entries: out, entries of the ring
+ * @mmap_offset: out, KXFER_RING_MMAP_OFFSET
+ * @mmap_len: out, the exact length to pass to mmap(2)
+ * @events_off: out, as struct kxfer_ring's
+ * @reserved0: must be 0
+ * @reserved: must be 0
+ *
+ * Any time, before or after jobs; again, it only reports the same.
+ * Events not yet taken are in the ring from then on.  The mapping is
+ * MAP_SHARED, PROT_READ | PROT_WRITE (PROT_EXEC is refused), at
+ * @mmap_offset with @mmap_len bytes, as many times as wanted; it keeps
+ * the file open until it is unmapped.
+ *
+ * Errors: EINVAL (flags, reserved), ENOMEM, EFAULT.  mmap(2): EINVAL
+ * (not MAP_SHARED, another offset in window 0, another length), EPERM
+ * (PROT_EXEC), ENXIO (no KXFER_IOC_RING_SETUP yet).
+ */
+struct kxfer_ring_setup {
+	__u32 flags;
+	__u32 entries;
+	__u64 mmap_offset;
+	__u64 mmap_len;
+	__u32 events_off;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kxfer_ring_msg - KXFER_IOC_RING_MSG: the message of a NOTIFY
+ *	event in the mapped ring (msg_off KXFER_MSG_RING)
+ * @index: in, the event's free-running ring index (tail .. head - 1)
+ * @flags: in, must be 0
+ * @buf: in, user pointer to @len bytes
+ * @len: in, room at @buf
+ * @msg_len: out, the message's length (also with ENOSPC)
+ * @reserved: must be 0
+ *
+ * Read the message before moving the ring's tail past its event: the
+ * kernel frees it then.
+ *
+ * Errors: EINVAL (flags, reserved), ENOENT (@index is not a ready event,
+ * or its event has no message), ENOSPC (@len too small; @msg_len says
+ * how much is needed), EFAULT.
+ */
+struct kxfer_ring_msg {
+	__u32 index;
+	__u32 flags;
+	__u64 buf;
+	__u32 len;
+	__u32 msg_len;
+	__u64 reserved[2];
+};
 
 #define KXFER_IOC_QUERY		_IOWR(KXFER_IOC_MAGIC, 0x00, struct kxfer_query)
 #define KXFER_IOC_POOL_ATTACH	_IOWR(KXFER_IOC_MAGIC, 0x01, struct kxfer_pool_attach)
@@ -558,6 +684,8 @@ struct kxfer_cancel {
 #define KXFER_IOC_EXPORT_ADD	_IOW(KXFER_IOC_MAGIC, 0x0b, struct kxfer_export_add)
 #define KXFER_IOC_EXPORT_DEL	_IOW(KXFER_IOC_MAGIC, 0x0c, struct kxfer_export_del)
 #define KXFER_IOC_CANCEL	_IOWR(KXFER_IOC_MAGIC, 0x0d, struct kxfer_cancel)
+#define KXFER_IOC_RING_SETUP	_IOWR(KXFER_IOC_MAGIC, 0x0e, struct kxfer_ring_setup)
+#define KXFER_IOC_RING_MSG	_IOWR(KXFER_IOC_MAGIC, 0x0f, struct kxfer_ring_msg)
 
 /* ---------------------------------------------------------------------- */
 /* Generic netlink family                                                  */
