@@ -55,6 +55,15 @@ slab_kb() {
 	awk '$1 == "SUnreclaim:" { print $2 }' /proc/meminfo
 }
 
+# acceptors_are N: exactly N sessions here (a's are all accepted from b)
+acceptors_are() {
+	local n
+
+	n=$(kxferctl -j peer show | jq length)
+	echo "sessions: $n, want $1"
+	[ "$n" = "$1" ]
+}
+
 # leak_snapshot FILE: what must come back after the storm
 leak_snapshot() {
 	{
@@ -217,6 +226,12 @@ t_fault_storm() {
 	if on_a; then
 		modprobe sch_netem
 		defer sh -c "tc qdisc del dev $KXFER_NETDEV root 2>/dev/null || true"
+		# The baseline is b's two sessions (pa, pa4) accepted here.
+		# Sessions of b's connections from before (device_delete
+		# removed b's device) stay until their keepalive ends them:
+		# counted in the baseline they would never come back.
+		slowwait 60 acceptors_are 2 ||
+			{ echo "a has not settled to b's two sessions"; exit 1; }
 		leak_snapshot $base
 		slab0=$(slab_kb)
 		cat $base
