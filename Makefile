@@ -18,7 +18,8 @@
 #                     KXFER_KVERS=6.1 for one)
 #   make deps         install the Debian packages the project needs
 #   make bench        kxfer-bench against perftest, and the demo's push
-#                     through NIXL against kxfer, in one guest (6.1):
+#                     through NIXL against kxfer, in one guest per kernel
+#                     (6.1, then 6.12; BENCH_ARGS="--kver 6.1" for one):
 #                     table of medians and ratios, JSON in build/bench/
 #   make install      kxferctl and its man page, libkxfer (header, libraries,
 #                     pkg-config file) under $(DESTDIR)$(PREFIX), and the
@@ -140,10 +141,11 @@ check: deps
 	$(MAKE) nixl NIXL_PREFIX=$$(bash $(TOP)/tools/nixl/build-nixl-deps.sh --print-prefix)
 	KXFER_KVERS="$(KXFER_KVERS)" bash $(TOP)/selftests/run-suite
 
-# BENCH_ARGS: tools/bench/run's options (--reps N --secs S --rows "...")
+# BENCH_ARGS: tools/bench/run's options (--kver K, repeatable, default
+# both kernels; --reps N --secs S --rows "...")
 bench: deps
 	$(MAKE) all
-	$(MAKE) guest-modules KXFER_KVERS=6.1
+	$(MAKE) guest-modules
 	$(MAKE) nixl NIXL_PREFIX=$$(bash $(TOP)/tools/nixl/build-nixl-deps.sh --print-prefix)
 	bash $(TOP)/tools/bench/run $(BENCH_ARGS)
 

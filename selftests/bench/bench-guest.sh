@@ -6,21 +6,32 @@
 #
 # One guest, rxe0 looping back to itself: kxfer listens on 10.99.0.1 and
 # connects to itself (sessions q1 and q4, with 1 and 4 QPs), and perftest's
-# server and client both run on rxe0.  For each repetition and each row,
-# kxfer-bench and the matching perftest run one after the other (which
-# goes first alternates from one repetition to the next).  Raw outputs go
-# to $KXFER_OUT/raw/REP/ROW.{kxfer.json,perftest.txt,perftest.time};
-# tools/bench/report turns them into the table of medians.  Then, each
-# repetition, seed 003 on kxfer alone (kxfer-bench kv, plan), and the
-# demo's KV push on session q1 straight on kxfer (kxfer-bench push) and
-# through NIXL and its KXFER backend (kv-nixl-bench.py: the push of
-# examples/kv-nixl.py), one after the other: REP/kv_push.{kxfer,nixl}.json;
-# without a NIXL build (make bench makes one) the NIXL half is left out.
+# server and client both run on rxe0.  Each repetition runs every group
+# (ROWS below): its kxfer-bench invocation and the perftest runs it is
+# compared with (each perftest run once per repetition, shared by the
+# groups that need it), one side after the other, which side goes first
+# alternating from one repetition to the next.  Raw outputs go to
+# $KXFER_OUT/raw/REP/: GROUP.kxfer.{json,time} (kxfer-bench -j; it
+# samples /proc/stat itself around each measured part), and per perftest
+# run pt_NAME.{txt,win,time,cmd}: the client's report, its measured
+# window (win: "start|end EPOCH_SECONDS BUSY_TICKS IDLE_TICKS", taken
+# when the client prints its result header, before its warm-up and loop,
+# and its result line, right after: whole-guest /proc/stat, so the
+# server, softirqs and kworkers count), both processes' times and the
+# command line.  tools/bench/report turns them into the table: perftest's
+# rates and times are taken from that window (wall time: perftest's own
+# figures come from the TSC, which this TCG guest marks unstable, and are
+# shown only as a cross-check).  Then seed 003 on kxfer alone (group kv:
+# kxfer-bench kv; plan), and the demo's KV push on session q1 straight on
+# kxfer (kxfer-bench push) and through NIXL and its KXFER backend
+# (kv-nixl-bench.py: the push of examples/kv-nixl.py), one after the
+# other: REP/kv_push.{kxfer,nixl}.json; without a NIXL build (make bench
+# makes one) the NIXL half is left out.
 #
 # Settings (tools/bench/run writes them to build/bench/config, which the
-# guest reads through the host's file system): BENCH_REPS (default 3),
-# BENCH_SECS (seconds per point, default 3), BENCH_ROWS (rows to run,
-# default all; see ROWS below).
+# guest reads through the host's file system):
+# BENCH_REPS (default 3), BENCH_SECS (seconds per point, default 3),
+# BENCH_ROWS (groups to run, default all; see ROWS below).
 
 # shellcheck source=../rig/lib.sh
 source "$KXFER_TOP/selftests/rig/lib.sh"
@@ -40,19 +51,23 @@ SECS=${BENCH_SECS:-3}
 ADDR=$KXFER_SELF_ADDR
 DEV=$KXFER_RDMA_DEV
 RAW=$KXFER_OUT/raw
-LAT_ITERS=5000
-# perftest's bandwidth tests run a number of iterations (-n): its
-# duration mode (-D) keeps a warm-up margin that, for large messages and
-# a few seconds under TCG, leaves nothing measured.  Aim at $SECS seconds
-# at EST_BPS; both tools get the same number of messages in flight
-# (perftest -t per QP, kxfer-bench -q).
-EST_BPS=70000000
+# perftest runs a number of iterations (-n): its duration mode (-D)
+# keeps a warm-up margin that, for large messages and a few seconds under
+# TCG, leaves nothing measured.  Aim at $SECS seconds at EST_BPS (or
+# EST_LAT_US per message for the 8-byte, one-in-flight runs); both tools
+# get the same number of messages in flight (perftest -t per QP,
+# kxfer-bench -q).  Iterations are a multiple of 64, as post lists (-l)
+# want.
+EST_BPS=50000000
+EST_LAT_US=80
+LAT_ITERS=$(((SECS * 1000000 / EST_LAT_US + 63) / 64 * 64))
 
 # iters SIZE QPS: perftest iterations per QP for about $SECS seconds
 iters() {
 	local n=$((SECS * EST_BPS / $1 / $2))
 
-	echo $((n < 32 ? 32 : n))
+	n=$(((n + 63) / 64 * 64))
+	echo $((n < 128 ? 128 : n))
 }
 
 peer_up() {
@@ -70,10 +85,13 @@ setup() {
 	busywait 20000 peer_up q1
 	busywait 20000 peer_up q4
 	busywait 20000 sh -c "kxferctl -j peer show q4 | grep -q '\"name\":\"bench\"'"
+	busywait 20000 sh -c "kxferctl -j peer show q1 | grep -q '\"name\":\"bench\"'"
 	kxferctl -j pool show bench >"$KXFER_OUT/pool.json"
 	kxferctl -j peer show >"$KXFER_OUT/peers.json"
 	ibv_devinfo -v -d "$DEV" >"$KXFER_OUT/devinfo.txt"
 	uname -r >"$KXFER_OUT/kernel.txt"
+	getconf CLK_TCK >"$KXFER_OUT/clk_tck.txt"
+	nproc >"$KXFER_OUT/ncpus.txt"
 }
 
 # timed FILE CMD...: run CMD, its "real user sys" seconds to FILE
@@ -88,18 +106,60 @@ perftest_listening() {
 	ss -ltn | grep -q ':18515 '
 }
 
-# perftest TOOL OUT ARGS... : server in the background, client here; the
-# client's report to $out.txt, both sides' CPU times to $out.time
-# (client line then server line).
+# stat_mark: the whole guest's busy and idle ticks so far, all CPUs
+# (/proc/stat: user nice system idle iowait irq softirq steal), to
+# $MARK_BUSY and $MARK_IDLE; no fork, so that the mark is on time
+stat_mark() {
+	local _cpu user nice sys idle iowait irq softirq steal _rest
+
+	read -r _cpu user nice sys idle iowait irq softirq steal _rest </proc/stat
+	MARK_BUSY=$((user + nice + sys + irq + softirq + steal))
+	MARK_IDLE=$((idle + iowait))
+}
+
+# pt_stamp OUT: perftest's client output (stdin) to OUT.txt; the measured
+# window to OUT.win: "start" when the result header is printed (the
+# client prints it right before its warm-up and measured loop) and "end"
+# when the result line is, each with the wall clock and stat_mark's ticks
+pt_stamp() {
+	local out=$1 line state=0
+
+	: >"$out.win"
+	while IFS= read -r line; do
+		if ((state == 0)) && [[ $line == *'#bytes'* ]]; then
+			stat_mark
+			echo "start $EPOCHREALTIME $MARK_BUSY $MARK_IDLE" >>"$out.win"
+			state=1
+		elif ((state == 1)) && [[ $line =~ ^\ *[0-9]+\ +[0-9]+ ]]; then
+			stat_mark
+			echo "end $EPOCHREALTIME $MARK_BUSY $MARK_IDLE" >>"$out.win"
+			state=2
+		fi
+		printf '%s\n' "$line"
+	done >"$out.txt"
+}
+
+# pt_client OUT TOOL ARGS...: the client, line buffered into pt_stamp
+pt_client() {
+	local out=$1
+
+	shift
+	stdbuf -oL timeout 120 "$@" 2>&1 | pt_stamp "$out"
+}
+
+# perftest OUT TOOL ARGS... : server in the background, client here; the
+# client's report to OUT.txt, its window to OUT.win, both sides' CPU
+# times to OUT.time (client line then server line)
 perftest() {
-	local tool=$1 out=$2 spid rc=0
+	local out=$1 tool=$2 spid rc=0
 
 	shift 2
+	echo "$tool $*" >"$out.cmd"
 	timed "$out.stime" timeout 120 "$tool" -d "$DEV" -F "$@" >"$out.server" &
 	spid=$!
 	# The server is slow to start under TCG: connect once it listens.
 	busywait 30000 perftest_listening || true
-	timed "$out.ctime" timeout 120 "$tool" -d "$DEV" -F "$@" "$ADDR" >"$out.txt" || rc=$?
+	timed "$out.ctime" pt_client "$out" "$tool" -d "$DEV" -F "$@" "$ADDR" || rc=$?
 	wait "$spid" || rc=$?
 	cat "$out.ctime" "$out.stime" >"$out.time"
 	rm -f "$out.ctime" "$out.stime"
@@ -123,80 +183,141 @@ kxbench() {
 	timed "$out.time" kxfer-bench -j -t "$SECS" "$@" >"$out.json"
 }
 
-# row NAME: run kxfer and perftest for row NAME; $1 of the kxfer side
-# first when $2 is 0
-run_row() {
-	local row=$1 order=$2 dir=$3
-	local -a kx pt
+# pt_args NAME: perftest run NAME's tool and arguments, to PT
+#   lat_w, lat_r  post to completion: 8 B, one WR in flight, every one
+#                 signaled; 1/rate is the time a WR takes from ibv_post_send
+#                 to its completion, what kxfer-bench lat measures for a job
+#   lat_r_pp      ib_read_lat, the same for READ as perftest's latency test
+#   lat_w_pp      ib_write_lat: a ping-pong (half a round trip), not the
+#                 same thing; shown aside
+#   rate_4K_qN, bw_64K_qN, bw_1M_qN: the default (-t in flight, a
+#                 completion every 100 WRs or -t), and with :Q (CQ
+#                 moderation -Q) or :l (post lists of -l WRs, one
+#                 ibv_post_send each, a completion per list)
+pt_args() {
+	local n4q1 n4q4 n64q1 n64q4
 
-	case $row in
-	write_bw_64K_q1)
-		kx=(-p q1 -o write -s 64K -q 128 -b 16 bw)
-		pt=(ib_write_bw -s 65536 -q 1 -t 128 -n "$(iters 65536 1)") ;;
-	write_bw_1M_q1)
-		kx=(-p q1 -o write -s 1M -q 16 -b 4 bw)
-		pt=(ib_write_bw -s 1048576 -q 1 -t 16 -n "$(iters 1048576 1)") ;;
-	read_bw_1M_q1)
-		kx=(-p q1 -o read -s 1M -q 16 -b 4 bw)
-		pt=(ib_read_bw -s 1048576 -q 1 -t 16 -n "$(iters 1048576 1)") ;;
-	write_bw_1M_q4)
-		kx=(-p q4 -o write -s 1M -q 16 -b 4 bw)
-		pt=(ib_write_bw -s 1048576 -q 4 -t 4 -n "$(iters 1048576 4)") ;;
-	read_bw_1M_q4)
-		kx=(-p q4 -o read -s 1M -q 16 -b 4 bw)
-		pt=(ib_read_bw -s 1048576 -q 4 -t 4 -n "$(iters 1048576 4)") ;;
-	write_rate_4K_q1)
-		kx=(-p q1 -o write -s 4K -q 128 -b 32 rate)
-		pt=(ib_write_bw -s 4096 -q 1 -t 128 -n "$(iters 4096 1)") ;;
-	write_lat_8_poll)
-		kx=(-p q1 -o write -s 8 -n "$LAT_ITERS" -m poll lat)
-		pt=(ib_write_lat -s 8 -n "$LAT_ITERS") ;;
-	write_lat_8_block)
-		kx=(-p q1 -o write -s 8 -n "$LAT_ITERS" -m block lat)
-		pt=(ib_write_lat -s 8 -n "$LAT_ITERS") ;;
-	read_lat_8_poll)
-		kx=(-p q1 -o read -s 8 -n "$LAT_ITERS" -m poll lat)
-		pt=(ib_read_lat -s 8 -n "$LAT_ITERS") ;;
+	n4q1=$(iters 4096 1) n4q4=$(iters 4096 4)
+	n64q1=$(iters 65536 1) n64q4=$(iters 65536 4)
+	case $1 in
+	lat_w) PT=(ib_write_bw -s 8 -t 1 -Q 1 -n "$LAT_ITERS") ;;
+	lat_r) PT=(ib_read_bw -s 8 -t 1 -Q 1 -n "$LAT_ITERS") ;;
+	lat_r_pp) PT=(ib_read_lat -s 8 -n "$LAT_ITERS") ;;
+	lat_w_pp) PT=(ib_write_lat -s 8 -n "$LAT_ITERS") ;;
+	rate_4K_q1) PT=(ib_write_bw -s 4096 -q 1 -t 128 -n "$n4q1") ;;
+	rate_4K_q1:Q) PT=(ib_write_bw -s 4096 -q 1 -t 128 -Q 64 -n "$n4q1") ;;
+	rate_4K_q1:l) PT=(ib_write_bw -s 4096 -q 1 -t 128 -l 32 -n "$n4q1") ;;
+	rate_4K_q4) PT=(ib_write_bw -s 4096 -q 4 -t 32 -n "$n4q4") ;;
+	rate_4K_q4:Q) PT=(ib_write_bw -s 4096 -q 4 -t 32 -Q 16 -n "$n4q4") ;;
+	rate_4K_q4:l) PT=(ib_write_bw -s 4096 -q 4 -t 32 -l 16 -n "$n4q4") ;;
+	bw_64K_q1) PT=(ib_write_bw -s 65536 -q 1 -t 128 -n "$n64q1") ;;
+	bw_64K_q1:Q) PT=(ib_write_bw -s 65536 -q 1 -t 128 -Q 64 -n "$n64q1") ;;
+	bw_64K_q1:l) PT=(ib_write_bw -s 65536 -q 1 -t 128 -l 16 -n "$n64q1") ;;
+	bw_64K_q4) PT=(ib_write_bw -s 65536 -q 4 -t 32 -n "$n64q4") ;;
+	bw_64K_q4:Q) PT=(ib_write_bw -s 65536 -q 4 -t 32 -Q 16 -n "$n64q4") ;;
+	bw_64K_q4:l) PT=(ib_write_bw -s 65536 -q 4 -t 32 -l 16 -n "$n64q4") ;;
+	write_bw_1M_q1) PT=(ib_write_bw -s 1048576 -q 1 -t 16 -n "$(iters 1048576 1)") ;;
+	read_bw_1M_q1) PT=(ib_read_bw -s 1048576 -q 1 -t 16 -n "$(iters 1048576 1)") ;;
+	write_bw_1M_q4) PT=(ib_write_bw -s 1048576 -q 4 -t 4 -n "$(iters 1048576 4)") ;;
+	read_bw_1M_q4) PT=(ib_read_bw -s 1048576 -q 4 -t 4 -n "$(iters 1048576 4)") ;;
 	*)
-		echo "unknown row $row" >&2
+		echo "unknown perftest run $1" >&2
 		return 1 ;;
 	esac
+}
+
+# group_args GROUP: its kxfer-bench arguments to KX, the perftest runs it
+# is compared with to PTS
+group_args() {
+	case $1 in
+	lat_8)
+		KX=(-p q1 -o "write,read" -s 8 -n "$LAT_ITERS" -m "block,poll" lat)
+		PTS=(lat_w lat_r lat_r_pp lat_w_pp) ;;
+	write_rate_4K_q1)
+		KX=(-p q1 -o write -s 4K -q 128 -b 32 rate)
+		PTS=(rate_4K_q1 rate_4K_q1:Q rate_4K_q1:l) ;;
+	write_rate_4K_q4)
+		KX=(-p q4 -o write -s 4K -q 128 -b 32 rate)
+		PTS=(rate_4K_q4 rate_4K_q4:Q rate_4K_q4:l) ;;
+	write_bw_64K_q1)
+		KX=(-p q1 -o write -s 64K -q 128 -b 16 bw)
+		PTS=(bw_64K_q1 bw_64K_q1:Q bw_64K_q1:l) ;;
+	write_bw_64K_q4)
+		KX=(-p q4 -o write -s 64K -q 128 -b 16 bw)
+		PTS=(bw_64K_q4 bw_64K_q4:Q bw_64K_q4:l) ;;
+	write_bw_1M_q1 | write_bw_1M_q4 | read_bw_1M_q1 | read_bw_1M_q4)
+		local op=${1%%_*} qps=${1##*_q}
+
+		KX=(-p "q$qps" -o "$op" -s 1M -q 16 -b 4 bw)
+		PTS=("$1") ;;
+	# seed 003's paged push: 16-token pages (4 KiB of K, 4 KiB of V per
+	# page and layer) scattered over decode's pool, K and V apart, one
+	# job per layer, 16 layers in flight; against perftest's 4 KiB WRITEs
+	# on as many QPs (the runs of the 4 KiB rate rows)
+	kv_paged_q1 | kv_paged_q4)
+		KX=(-p "q${1##*_q}" -k p16-scattered-kv-apart kv)
+		PTS=("rate_4K_q${1##*_q}" "rate_4K_q${1##*_q}:Q" "rate_4K_q${1##*_q}:l") ;;
+	*)
+		echo "unknown group $1" >&2
+		return 1 ;;
+	esac
+}
+
+# run_group GROUP ORDER DIR: kxfer-bench and the perftest runs of GROUP
+# (each at most once per repetition: PT_DONE), kxfer first when ORDER is 0
+run_group() {
+	local group=$1 order=$2 dir=$3 name file
+
+	group_args "$group"
 	if [ "$order" = 0 ]; then
-		kxbench "$dir/$row.kxfer" "${kx[@]}"
-		perftest "${pt[@]:0:1}" "$dir/$row.perftest" "${pt[@]:1}"
-	else
-		perftest "${pt[@]:0:1}" "$dir/$row.perftest" "${pt[@]:1}"
-		kxbench "$dir/$row.kxfer" "${kx[@]}"
+		kxbench "$dir/$group.kxfer" "${KX[@]}"
+	fi
+	for name in "${PTS[@]}"; do
+		[ -z "${PT_DONE[$name]:-}" ] || continue
+		PT_DONE[$name]=1
+		pt_args "$name"
+		file=$dir/pt_${name/:/_}
+		perftest "$file" "${PT[@]}" || echo "perftest $name failed" >&2
+	done
+	if [ "$order" != 0 ]; then
+		kxbench "$dir/$group.kxfer" "${KX[@]}"
 	fi
 }
 
-ROWS="write_bw_64K_q1 write_bw_1M_q1 read_bw_1M_q1 write_bw_1M_q4 read_bw_1M_q4
-write_rate_4K_q1 write_lat_8_poll write_lat_8_block read_lat_8_poll"
+ROWS="lat_8 write_rate_4K_q1 write_rate_4K_q4 kv_paged_q1 kv_paged_q4
+write_bw_64K_q1 write_bw_64K_q4 write_bw_1M_q1 read_bw_1M_q1 write_bw_1M_q4
+read_bw_1M_q4 kv push plan"
 
 setup
 nixl=1
 nixl_env || { nixl=0; echo "no NIXL build (make bench makes one): kv_push without NIXL"; }
 echo "kernel $(uname -r), $(nproc) CPUs, $REPS repetitions of $SECS s"
+declare -A PT_DONE
 for rep in $(seq 1 "$REPS"); do
 	dir=$RAW/$rep
 	mkdir -p "$dir"
+	PT_DONE=()
 	for row in ${BENCH_ROWS:-$ROWS}; do
 		echo "rep $rep: $row"
-		run_row "$row" $(((rep + 1) % 2)) "$dir"
+		case $row in
+		kv)
+			# seed 003, every layout: kxfer only
+			kxbench "$dir/kv_q1.kxfer" -p q1 -t 1 kv
+			kxbench "$dir/kv_q4.kxfer" -p q4 -t 1 kv ;;
+		plan)
+			kxbench "$dir/plan.kxfer" -t 1 plan ;;
+		push)
+			# the demo's push, straight and through NIXL, on the same session
+			if ((rep % 2 || !nixl)); then
+				kxbench "$dir/kv_push.kxfer" -p q1 -t 2 push
+				((!nixl)) || nixlbench "$dir/kv_push.nixl" --session q1 --secs 2
+			else
+				nixlbench "$dir/kv_push.nixl" --session q1 --secs 2
+				kxbench "$dir/kv_push.kxfer" -p q1 -t 2 push
+			fi ;;
+		*)
+			run_group "$row" $(((rep + 1) % 2)) "$dir" ;;
+		esac
 	done
-	# seed 003 and the planner: kxfer only
-	echo "rep $rep: kv, plan"
-	kxbench "$dir/kv_q1.kxfer" -p q1 -t 1 kv
-	kxbench "$dir/kv_q4.kxfer" -p q4 -t 1 kv
-	kxbench "$dir/plan.kxfer" -t 1 plan
-	# the demo's push, straight and through NIXL, on the same session
-	echo "rep $rep: kv push, kxfer and NIXL+KXFER"
-	if ((rep % 2 || !nixl)); then
-		kxbench "$dir/kv_push.kxfer" -p q1 -t 2 push
-		((!nixl)) || nixlbench "$dir/kv_push.nixl" --session q1 --secs 2
-	else
-		nixlbench "$dir/kv_push.nixl" --session q1 --secs 2
-		kxbench "$dir/kv_push.kxfer" -p q1 -t 2 push
-	fi
 done
 echo "bench done"

@@ -47,6 +47,7 @@ t_bench_smoke() {
 	expect_status 2 "$bench"
 	expect_status 2 "$bench" frob
 	expect_status 2 "$bench" -s 0 bw
+	expect_status 2 "$bench" -k nosuch-layout kv
 
 	# The planner needs no device.
 	j=$("$bench" -j -t 0.1 -n 65536 plan)
@@ -76,19 +77,29 @@ t_bench_smoke() {
 		(map(.size) == [4096, 1048576, 4096, 1048576]) and
 		all(.[]; .mode == "bw" and .qps == 2 and .jobs > 0 and
 		    .bytes == .jobs * .size and .mb_per_sec > 0 and
-		    .cpu_secs >= 0)'
+		    .cpu_secs >= 0 and .msgs == .jobs and .reap_min == 4 and
+		    .sys_busy_secs >= 0 and .sys_idle_secs >= 0 and
+		    .sys_busy_secs + .sys_idle_secs > 0)'
 
+	# rate: a REAP per batch by default, -w 1 reaps whatever is there
 	j=$("$bench" "${common[@]}" -t 0.3 -s 64 -q 32 -b 8 rate)
 	echo "$j"
 	_bench_smoke_check "$j" 'length == 1 and .[0].mode == "rate" and
-		.[0].size == 64 and .[0].jobs > 0 and .[0].jobs_per_sec > 0'
+		.[0].size == 64 and .[0].jobs > 0 and .[0].jobs_per_sec > 0 and
+		.[0].batch == 8 and .[0].reap_min == 8 and
+		.[0].sys_busy_secs >= 0'
+	j=$("$bench" "${common[@]}" -t 0.3 -s 4K -q 32 -b 8 -w 1 rate)
+	echo "$j"
+	_bench_smoke_check "$j" 'length == 1 and .[0].reap_min == 1 and
+		.[0].jobs > 0 and .[0].bytes == .[0].jobs * 4096'
 
 	j=$("$bench" "${common[@]}" -n 50 -o write,read lat)
 	echo "$j"
 	_bench_smoke_check "$j" 'length == 4 and
 		(map(.variant) == ["block", "poll", "block", "poll"]) and
 		all(.[]; .jobs == 50 and .min_us > 0 and
-		    .min_us <= .p50_us and .p50_us <= .p99_us)'
+		    .min_us <= .p50_us and .p50_us <= .p99_us and
+		    .avg_us >= .min_us and .sys_busy_secs >= 0)'
 
 	# seed 003, small: 4 layers x 64 tokens x 256 bytes of K and of V;
 	# a layer's K+V (32 KiB) is one WR when both sides are contiguous.
@@ -106,6 +117,15 @@ t_bench_smoke() {
 		.["p16-contig-kv-apart"] == [32, 8] and
 		.["p1-scattered-kv-apart"][0] == 512 and
 		.["p16-scattered-kv-together"][0] == 16'
+	_bench_smoke_check "$j" 'all(.[]; .avg_secs >= .secs and
+		.avg_mb_per_sec > 0 and .msgs == .segs and .sys_busy_secs >= 0)'
+	# -k: make bench's paged push row, one layout (no big write to compare)
+	j=$("$bench" "${common[@]}" -t 0.1 -L 4 -T 64 -B 256 \
+		-k p16-scattered-kv-apart kv)
+	echo "$j"
+	_bench_smoke_check "$j" 'length == 1 and
+		.[0].variant == "p16-scattered-kv-apart" and .[0].segs == 32 and
+		.[0].bytes == 131072 and .[0].avg_mb_per_sec > 0'
 
 	# the demo's push (make bench's kv push row): 8 jobs, 112 segments
 	j=$("$bench" "${common[@]}" -t 0.1 push)
@@ -113,7 +133,8 @@ t_bench_smoke() {
 	_bench_smoke_check "$j" 'length == 1 and .[0].mode == "push" and
 		.[0].variant == "kxfer" and .[0].bytes == 409600 and
 		.[0].layers == 8 and .[0].segs == 112 and .[0].jobs >= 3 and
-		.[0].min_us > 0 and .[0].min_us <= .[0].p50_us'
+		.[0].min_us > 0 and .[0].min_us <= .[0].p50_us and
+		.[0].msgs == .[0].jobs * 8 and .[0].avg_us >= .[0].min_us'
 	if ! (nixl_env); then
 		echo "no NIXL build: the NIXL half of the kv push row is not run"
 		return 0

@@ -11,10 +11,14 @@
  *
  * (kxfer-bench -h prints the options.)  Every mode but plan needs a peer
  * session that is up, a local pool this process may attach and an export
- * of the peer that grants read and write.  Each result row carries the
- * CPU time (user + system, getrusage) this process burnt during it, so
- * that the cost of waiting shows: a blocking reap should cost next to
- * nothing, a busy-polling one a whole CPU.
+ * of the peer that grants read and write.  Each result row carries two
+ * CPU figures for the measured part only: the whole machine's busy time
+ * from /proc/stat (user, nice, system, irq, softirq and steal of every
+ * CPU: what the kernel does for the job in softirqs, kworkers and the
+ * provider's tasklets or workqueues counts, as perftest's would), and
+ * this process's user + system time (getrusage), so that the cost of
+ * waiting shows: a blocking reap should cost next to nothing, a
+ * busy-polling one a whole CPU.  `make bench` compares the first.
  *
  * Output: a table, or with -j one JSON array of rows.  Exit status 0,
  * 1 when a job or a call failed (reason on stderr), 2 usage.
@@ -32,6 +36,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kxfer.h"
 #include "kv-demo.h"
@@ -61,6 +66,8 @@ static struct {
 	double secs;		/* per measured point */
 	unsigned int qd;	/* jobs in flight */
 	unsigned int batch;	/* jobs per SUBMIT */
+	unsigned int reap_min;	/* bw, rate: events a REAP waits for; 0: batch */
+	const char *layouts;	/* kv: the layouts to run; NULL: all */
 	unsigned int iters;	/* lat */
 	unsigned int ops;	/* bit 0 WRITE, bit 1 READ */
 	unsigned int reaps;	/* lat: bit 0 blocking, bit 1 busy-poll */
@@ -109,6 +116,8 @@ static const char usage_text[] =
 "              (bw: 4K,64K,1M,4M; rate: 4K; lat: 8)\n"
 "  -q QD       jobs in flight (bw, rate; default 64)\n"
 "  -b N        jobs per SUBMIT (bw, rate; default 8)\n"
+"  -w N        bw, rate: a REAP waits for N events (default: the batch,\n"
+"              as perftest's CQ moderation; 1 reaps whatever is there)\n"
 "  -n N        lat: iterations per reap mode (default 2000);\n"
 "              push: pushes at least, and -t seconds (default 3);\n"
 "              plan: segments per job (default 1048576)\n"
@@ -119,7 +128,9 @@ static const char usage_text[] =
 "  -S BYTES    planner: stripe (default 1M, the module's default)\n"
 "  -C BYTES    planner: local pool chunk size (default: one run)\n"
 "  -M BYTES    planner: remote MR size (default: one run)\n"
-"  -r SEED     kv, plan: seed of the scattered layouts (default 1)\n";
+"  -r SEED     kv, plan: seed of the scattered layouts (default 1)\n"
+"  -k LAYOUTS  kv: the layouts to run, comma separated (default all:\n"
+"              one-big-write, p{1,16}-{contig,scattered}-kv-{together,apart})\n";
 
 static const char *prog = "kxfer-bench";
 
@@ -230,13 +241,54 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static double cpu_now(void)
+static double proc_cpu(void)
 {
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
 	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
 	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+/*
+ * The whole machine's CPU time so far, all CPUs, from /proc/stat's first
+ * line: busy (user, nice, system, irq, softirq, steal; guest time is in
+ * user already) and idle (idle, iowait), in seconds; zeros without
+ * /proc/stat.
+ */
+static void sys_cpu(double *busy, double *idle)
+{
+	unsigned long long v[8] = { 0 };
+	static long hz;
+	FILE *f;
+
+	*busy = *idle = 0;
+	if (!hz)
+		hz = sysconf(_SC_CLK_TCK);
+	f = fopen("/proc/stat", "r");
+	if (!f)
+		return;
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
+		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+		   &v[7]) == 8 && hz > 0) {
+		*busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz;
+		*idle = (double)(v[3] + v[4]) / hz;
+	}
+	fclose(f);
+}
+
+/* CPU time at the start of a measured part: this process's, the machine's */
+struct cpu_mark {
+	double proc, busy, idle;
+};
+
+static struct cpu_mark cpu_now(void)
+{
+	struct cpu_mark m;
+
+	m.proc = proc_cpu();
+	sys_cpu(&m.busy, &m.idle);
+	return m;
 }
 
 /*
@@ -251,15 +303,30 @@ struct row {
 	unsigned int qps;
 	unsigned int qd;
 	unsigned int batch;
+	unsigned int reap_min;
 	uint64_t jobs;
 	uint64_t bytes;
 	double secs;
 	double cpu;		/* user + sys seconds of this process */
+	double sys_busy;	/* seconds all CPUs were busy (/proc/stat) */
+	double sys_idle;	/* seconds all CPUs were idle */
+	uint64_t msgs;		/* messages moved: jobs, or kv segments */
+	double avg_us;		/* lat, push: mean */
 	double p50_us, p99_us, min_us;
 	uint64_t segs, wrs;	/* kv, plan */
 	double ref_secs;	/* kv: one big write of the same bytes */
 	double avg_secs;	/* kv: mean of the repetitions (secs: best) */
 };
+
+/* The CPU time since @m, divided by @div (kv: per push) */
+static void row_cpu(struct row *r, const struct cpu_mark *m, double div)
+{
+	struct cpu_mark e = cpu_now();
+
+	r->cpu = (e.proc - m->proc) / div;
+	r->sys_busy = (e.busy - m->busy) / div;
+	r->sys_idle = (e.idle - m->idle) / div;
+}
 
 static struct row rows[256];
 static unsigned int nrows;
@@ -310,20 +377,23 @@ static void print_row_text(const struct row *r, bool head)
 	size_str(sz, sizeof(sz), r->size);
 	if (!strcmp(r->mode, "bw") || !strcmp(r->mode, "rate")) {
 		if (head)
-			printf("%-5s %-6s %6s %4s %5s %5s %10s %10s %12s %7s %6s\n",
+			printf("%-5s %-6s %6s %4s %5s %5s %10s %10s %12s %7s %6s %7s\n",
 			       "mode", "op", "size", "qps", "qd", "batch",
-			       "jobs", "MB/s", "jobs/s", "cpu_s", "cpu%");
-		printf("%-5s %-6s %6s %4u %5u %5u %10" PRIu64 " %10.2f %12.0f %7.3f %6.1f\n",
+			       "jobs", "MB/s", "jobs/s", "cpu_s", "cpu%",
+			       "sys_s");
+		printf("%-5s %-6s %6s %4u %5u %5u %10" PRIu64 " %10.2f %12.0f %7.3f %6.1f %7.2f\n",
 		       r->mode, r->op, sz, r->qps, r->qd, r->batch, r->jobs,
-		       mbps(r), per_sec(r), r->cpu, cpu_pct(r));
+		       mbps(r), per_sec(r), r->cpu, cpu_pct(r), r->sys_busy);
 	} else if (!strcmp(r->mode, "lat")) {
 		if (head)
-			printf("%-5s %-6s %-6s %6s %4s %8s %9s %9s %9s %7s %6s\n",
+			printf("%-5s %-6s %-6s %6s %4s %8s %9s %9s %9s %9s %7s %6s %7s\n",
 			       "mode", "op", "reap", "size", "qps", "iters",
-			       "min_us", "p50_us", "p99_us", "cpu_s", "cpu%");
-		printf("%-5s %-6s %-6s %6s %4u %8" PRIu64 " %9.2f %9.2f %9.2f %7.3f %6.1f\n",
+			       "min_us", "p50_us", "avg_us", "p99_us",
+			       "cpu_s", "cpu%", "sys_s");
+		printf("%-5s %-6s %-6s %6s %4u %8" PRIu64 " %9.2f %9.2f %9.2f %9.2f %7.3f %6.1f %7.2f\n",
 		       r->mode, r->op, r->variant, sz, r->qps, r->jobs,
-		       r->min_us, r->p50_us, r->p99_us, r->cpu, cpu_pct(r));
+		       r->min_us, r->p50_us, r->avg_us, r->p99_us, r->cpu,
+		       cpu_pct(r), r->sys_busy);
 	} else if (!strcmp(r->mode, "push")) {
 		if (head)
 			printf("%-4s %7s %5s %5s %6s %9s %9s %9s %7s\n",
@@ -364,24 +434,32 @@ static void print_row_json(const struct row *r)
 	if (r->qps)
 		printf(",\"qps\":%u", r->qps);
 	if (r->qd)
-		printf(",\"qd\":%u,\"batch\":%u", r->qd, r->batch);
-	printf(",\"jobs\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"secs\":%.6f",
-	       r->jobs, r->bytes, r->secs);
+		printf(",\"qd\":%u,\"batch\":%u,\"reap_min\":%u", r->qd,
+		       r->batch, r->reap_min);
+	printf(",\"jobs\":%" PRIu64 ",\"msgs\":%" PRIu64 ",\"bytes\":%" PRIu64
+	       ",\"secs\":%.6f", r->jobs, r->msgs, r->bytes, r->secs);
 	printf(",\"cpu_secs\":%.6f,\"cpu_pct\":%.2f", r->cpu, cpu_pct(r));
+	/* kv: per push, like cpu_secs */
+	printf(",\"sys_busy_secs\":%.4f,\"sys_idle_secs\":%.4f,\"ncpus\":%ld",
+	       r->sys_busy, r->sys_idle, sysconf(_SC_NPROCESSORS_ONLN));
 	if (!strcmp(r->mode, "bw") || !strcmp(r->mode, "rate"))
 		printf(",\"mb_per_sec\":%.3f,\"jobs_per_sec\":%.1f", mbps(r),
 		       per_sec(r));
 	if (!strcmp(r->mode, "lat") || !strcmp(r->mode, "push"))
-		printf(",\"min_us\":%.3f,\"p50_us\":%.3f,\"p99_us\":%.3f",
-		       r->min_us, r->p50_us, r->p99_us);
+		printf(",\"min_us\":%.3f,\"p50_us\":%.3f,\"p99_us\":%.3f"
+		       ",\"avg_us\":%.3f", r->min_us, r->p50_us, r->p99_us,
+		       r->avg_us);
 	if (!strcmp(r->mode, "push"))
 		printf(",\"layers\":%u,\"segs\":%" PRIu64 ",\"wrs\":%" PRIu64,
 		       LAYERS, r->segs, r->wrs);
 	if (!strcmp(r->mode, "kv"))
 		printf(",\"segs\":%" PRIu64 ",\"wrs\":%" PRIu64
-		       ",\"big_secs\":%.6f,\"vs_big\":%.4f,\"mb_per_sec\":%.3f",
+		       ",\"big_secs\":%.6f,\"vs_big\":%.4f,\"mb_per_sec\":%.3f"
+		       ",\"avg_secs\":%.6f,\"avg_mb_per_sec\":%.3f",
 		       r->segs, r->wrs, r->ref_secs,
-		       r->ref_secs > 0 ? r->secs / r->ref_secs : 0, mbps(r));
+		       r->ref_secs > 0 ? r->secs / r->ref_secs : 0, mbps(r),
+		       r->avg_secs, r->avg_secs > 0 ?
+		       r->bytes / r->avg_secs / 1e6 : 0);
 	if (!strcmp(r->mode, "plan"))
 		printf(",\"segs\":%" PRIu64 ",\"wrs\":%" PRIu64
 		       ",\"segs_per_sec\":%.1f", r->segs, r->wrs,
@@ -520,8 +598,9 @@ static void run_stream(const char *mode, uint32_t op, uint64_t size)
 	static struct kxfer_job jobs[MAX_QD];
 	static struct kxfer_event ev[MAX_QD];
 	uint64_t span, slots, next = 0, bytes = 0, done = 0;
-	unsigned int qd = opt.qd, batch = opt.batch, inflight = 0, i;
-	double t0, c0, end;
+	unsigned int qd = opt.qd, batch = opt.batch, inflight = 0, i, min;
+	struct cpu_mark c0;
+	double t0, end;
 	struct row *r;
 
 	span = dev.pool.size < dev.rx.len ? dev.pool.size : dev.rx.len;
@@ -530,6 +609,9 @@ static void run_stream(const char *mode, uint32_t op, uint64_t size)
 	slots = span / size;
 	if (batch > qd)
 		batch = qd;
+	min = opt.reap_min ? opt.reap_min : batch;
+	if (min > qd)
+		min = qd;
 
 	c0 = cpu_now();
 	t0 = now();
@@ -555,19 +637,26 @@ static void run_stream(const char *mode, uint32_t op, uint64_t size)
 		}
 		if (!inflight)
 			break;
-		i = reap_some(ev, MAX_QD, 1, 0, &bytes);
+		/*
+		 * Wait for a batch's worth (or what is left): one REAP per
+		 * batch, as perftest polls its CQ once per moderation.
+		 */
+		i = reap_some(ev, MAX_QD, inflight < min ? inflight : min, 0,
+			      &bytes);
 		inflight -= i;
 		done += i;
 	}
 	r = row_new(mode);
 	r->secs = now() - t0;
-	r->cpu = cpu_now() - c0;
+	row_cpu(r, &c0, 1);
 	r->op = op_name(op);
 	r->size = size;
 	r->qps = dev.qps;
 	r->qd = qd;
 	r->batch = batch;
+	r->reap_min = min;
 	r->jobs = done;
+	r->msgs = done;
 	r->bytes = bytes;
 }
 
@@ -610,7 +699,8 @@ static void run_lat(uint32_t op, uint64_t size, bool poll)
 	struct kxfer_segment seg = { 0, 0, size };
 	struct kxfer_event ev;
 	struct kxfer_job job;
-	double *us, t0, c0, tstart;
+	double *us, t0, tstart, sum = 0;
+	struct cpu_mark c0;
 	struct row *r;
 
 	if (size > dev.pool.size || size > dev.rx.len)
@@ -634,13 +724,17 @@ static void run_lat(uint32_t op, uint64_t size, bool poll)
 	}
 	r = row_new("lat");
 	r->secs = now() - tstart;
-	r->cpu = cpu_now() - c0;
+	row_cpu(r, &c0, 1);
+	for (i = 0; i < opt.iters; i++)
+		sum += us[i];
+	r->avg_us = sum / opt.iters;
 	qsort(us, opt.iters, sizeof(*us), cmp_double);
 	r->op = op_name(op);
 	r->variant = poll ? "poll" : "block";
 	r->size = size;
 	r->qps = dev.qps;
 	r->jobs = opt.iters;
+	r->msgs = opt.iters;
 	r->bytes = size * opt.iters;
 	r->min_us = us[0];
 	r->p50_us = us[opt.iters / 2];
@@ -837,6 +931,69 @@ static double kv_push(struct kxfer_job *jobs, unsigned int njobs,
 	return now() - t0;
 }
 
+/* page size 1 and 16; contig or scattered; K and V together or apart */
+static const struct kv_case cases[] = {
+	{ 1, false, true }, { 1, false, false },
+	{ 1, true, false }, { 1, true, true },
+	{ 16, false, true }, { 16, false, false },
+	{ 16, true, false }, { 16, true, true },
+};
+
+static char *kv_name(const struct kv_case *c)
+{
+	char *name;
+
+	if (asprintf(&name, "p%u-%s-%s", c->page,
+		     c->scattered ? "scattered" : "contig",
+		     c->together ? "kv-together" : "kv-apart") < 0)
+		die("out of memory");
+	return name;
+}
+
+/* Is layout @name among -k's (all without -k)? */
+static bool kv_wanted(const char *name)
+{
+	size_t len = strlen(name);
+	const char *p = opt.layouts;
+
+	if (!p)
+		return true;
+	while ((p = strstr(p, name))) {
+		if ((p == opt.layouts || p[-1] == ',') &&
+		    (p[len] == ',' || !p[len]))
+			return true;
+		p += len;
+	}
+	return false;
+}
+
+/* Every layout -k names must exist: a typo is not an empty result. */
+static void kv_check_layouts(const struct kv_case *cases, unsigned int n)
+{
+	char *list, *tok, *save = NULL;
+	unsigned int i;
+
+	if (!opt.layouts)
+		return;
+	list = strdup(opt.layouts);
+	if (!list)
+		die("out of memory");
+	for (tok = strtok_r(list, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		bool found = !strcmp(tok, "one-big-write");
+
+		for (i = 0; i < n && !found; i++) {
+			char *name = kv_name(&cases[i]);
+
+			found = !strcmp(tok, name);
+			free(name);
+		}
+		if (!found)
+			usage("kv: no layout %s", tok);
+	}
+	free(list);
+}
+
 static void run_kv(const struct kv_case *c, double big)
 {
 	unsigned int pages = opt.tokens / c->page, l, reps = 0;
@@ -844,7 +1001,8 @@ static void run_kv(const struct kv_case *c, double big)
 	struct kxfer_job *jobs;
 	unsigned int *slot, per_layer = c->together ? pages : 2 * pages;
 	uint64_t nsegs = 0, nwrs = 0, bytes = 0, total_bytes = 0;
-	double secs = 0, best = 0, c0;
+	double secs = 0, best = 0;
+	struct cpu_mark c0;
 	struct row *r;
 	char *name;
 
@@ -882,10 +1040,7 @@ static void run_kv(const struct kv_case *c, double big)
 	} while (reps < 3 || secs < opt.secs);
 
 	r = row_new("kv");
-	if (asprintf(&name, "p%u-%s-%s", c->page,
-		     c->scattered ? "scattered" : "contig",
-		     c->together ? "kv-together" : "kv-apart") < 0)
-		die("out of memory");
+	name = kv_name(c);
 	r->variant = name;
 	r->op = "write";
 	r->size = bytes;
@@ -894,7 +1049,8 @@ static void run_kv(const struct kv_case *c, double big)
 	r->bytes = bytes;
 	r->secs = best;
 	r->avg_secs = secs / reps;
-	r->cpu = (cpu_now() - c0) / reps;
+	row_cpu(r, &c0, reps);
+	r->msgs = nsegs;
 	r->segs = nsegs;
 	r->wrs = nwrs;
 	r->ref_secs = big;
@@ -907,12 +1063,14 @@ static void mode_kv(void)
 {
 	uint64_t total = 2ULL * opt.layers * opt.tokens * opt.tok_bytes;
 	struct kxfer_segment seg = { 0, 0, total };
-	unsigned int pages[] = { 1, 16 }, i, reps = 0;
-	double big = 0, secs = 0, c0;
+	unsigned int i, reps = 0;
+	double big = 0, secs = 0;
+	struct cpu_mark c0;
 	struct kxfer_job job;
 	struct row *r;
 	uint64_t bytes;
 
+	kv_check_layouts(cases, ARRAY_SIZE(cases));
 	dev_open();
 	if (total > dev.pool.size)
 		die("kv: %" PRIu64 " bytes do not fit pool %s", total, opt.pool);
@@ -921,6 +1079,8 @@ static void mode_kv(void)
 		    opt.layers * kv_slots_span());
 	if (opt.tokens % 16)
 		usage("kv: tokens must be a multiple of 16");
+	if (!kv_wanted("one-big-write"))
+		goto layouts;
 
 	/* The reference: the same bytes as one job with one segment. */
 	kxfer_job_write(&job, dev.pool.handle, dev.peer, dev.rx.handle,
@@ -943,22 +1103,19 @@ static void mode_kv(void)
 	r->bytes = total;
 	r->secs = big;
 	r->avg_secs = secs / reps;
-	r->cpu = (cpu_now() - c0) / reps;
+	row_cpu(r, &c0, reps);
+	r->msgs = 1;
 	r->segs = 1;
 	r->wrs = plan_wrs(&seg, 1);
 	r->ref_secs = big;
 
-	for (i = 0; i < ARRAY_SIZE(pages); i++) {
-		struct kv_case c = { .page = pages[i] };
+layouts:
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *name = kv_name(&cases[i]);
 
-		c.together = true;
-		run_kv(&c, big);
-		c.together = false;
-		run_kv(&c, big);
-		c.scattered = true;
-		run_kv(&c, big);
-		c.together = true;
-		run_kv(&c, big);
+		if (kv_wanted(name))
+			run_kv(&cases[i], big);
+		free(name);
 	}
 }
 
@@ -1057,7 +1214,8 @@ static void mode_push(void)
 	uint32_t mine[PUSH_BLOCKS], theirs[PUSH_BLOCKS], sub;
 	unsigned int l, i, reps = 0, warm = 3, cap = 1024;
 	uint64_t nsegs = 0, nwrs = 0, bytes = 0;
-	double *us, secs = 0, c0;
+	double *us, secs = 0, sum = 0;
+	struct cpu_mark c0;
 	struct row *r;
 	int ret;
 
@@ -1112,9 +1270,13 @@ static void mode_push(void)
 	r->jobs = reps;
 	r->bytes = bytes;
 	r->secs = secs;
-	r->cpu = cpu_now() - c0;
+	row_cpu(r, &c0, 1);
 	r->segs = nsegs;
 	r->wrs = nwrs;
+	r->msgs = (uint64_t)reps * LAYERS;
+	for (i = 0; i < reps; i++)
+		sum += us[i];
+	r->avg_us = sum / reps;
 	qsort(us, reps, sizeof(*us), cmp_double);
 	r->min_us = us[0];
 	r->p50_us = us[reps / 2];
@@ -1162,7 +1324,8 @@ static void mode_plan(void)
 		segs[i].len = 256;
 	}
 	for (step = 0; step < ARRAY_SIZE(steps); step++) {
-		double t0 = now(), c0 = cpu_now(), t;
+		struct cpu_mark c0 = cpu_now();
+		double t0 = now(), t;
 		uint64_t reps = 0, nwr = 0;
 		struct kxfer_plan p;
 		struct row *r;
@@ -1190,7 +1353,7 @@ static void mode_plan(void)
 		r = row_new("plan");
 		r->variant = steps[step];
 		r->secs = t;
-		r->cpu = cpu_now() - c0;
+		row_cpu(r, &c0, 1);
 		r->jobs = reps;
 		r->segs = n;
 		r->wrs = nwr;
@@ -1214,7 +1377,7 @@ int main(int argc, char **argv)
 
 	opt.ops = 1;
 	opt.reaps = 3;
-	while ((c = getopt(argc, argv, "hjp:P:e:t:o:s:q:b:n:m:L:T:B:G:S:C:M:r:")) != -1) {
+	while ((c = getopt(argc, argv, "hjp:P:e:t:o:s:q:b:w:n:m:L:T:B:G:S:C:M:r:k:")) != -1) {
 		switch (c) {
 		case 'h':
 			usage(NULL);
@@ -1247,6 +1410,12 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			opt.batch = parse_uint(optarg, MAX_QD);
+			break;
+		case 'w':
+			opt.reap_min = parse_uint(optarg, MAX_QD);
+			break;
+		case 'k':
+			opt.layouts = optarg;
 			break;
 		case 'n':
 			opt.iters = parse_uint(optarg, 1U << 24);
