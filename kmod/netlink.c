@@ -1684,11 +1684,19 @@ int kxfer_nl_register(void)
 {
 	int ret;
 
-	down_write(&kxfer_nl_rwsem);
+	/*
+	 * Not under kxfer_nl_rwsem: genl_register_family() takes cb_lock,
+	 * under which the doit handlers take kxfer_obj_mutex, under which
+	 * announcements take kxfer_nl_rwsem (lockdep's cycle).  Until the
+	 * family is ready, announcements are skipped: nobody listens yet.
+	 */
 	ret = genl_register_family(&kxfer_genl_family);
-	kxfer_nl_ready = !ret;
+	if (ret)
+		return ret;
+	down_write(&kxfer_nl_rwsem);
+	kxfer_nl_ready = true;
 	up_write(&kxfer_nl_rwsem);
-	return ret;
+	return 0;
 }
 
 /**

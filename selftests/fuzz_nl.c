@@ -109,7 +109,7 @@ static void fail(const char *fmt, ...)
  * T_SECRET: a key's secret, which replies never carry.
  */
 enum t { T_NONE, T_U8, T_U16, T_U32, T_S32, T_U64, T_S64, T_STR, T_BIN,
-	 T_NEST, T_PAD, T_SECRET };
+	 T_NEST, T_PAD, T_SECRET, T_HIST };
 
 enum aset { S_DEV, S_PORT, S_POOL, S_CHUNK, S_POOLDEV, S_EXPORT, S_LISTEN,
 	    S_PREFIX, S_PEER, S_QP, S_REXP, S_STATS, S_KEY, S_NSETS };
@@ -261,8 +261,8 @@ static const struct attr a_stats[] = {
 	[KXFER_A_STATS_ERR_OTHER] = { T_U64 },
 	[KXFER_A_STATS_PAD] = { T_PAD },
 	[KXFER_A_STATS_NOTIFY_IMM] = { T_U64 },
-	[KXFER_A_STATS_LAT_QUEUE] = { T_BIN },
-	[KXFER_A_STATS_LAT_DONE] = { T_BIN },
+	[KXFER_A_STATS_LAT_QUEUE] = { T_HIST },
+	[KXFER_A_STATS_LAT_DONE] = { T_HIST },
 };
 
 static const struct attr a_rexp[] = {
@@ -523,6 +523,13 @@ static void put_value(struct knl *nl, __u16 type, enum t t, enum aset nest,
 	case T_BIN:
 		put_addr(nl, type);
 		break;
+	case T_HIST:
+		/* reply-only: any bytes, mostly not a histogram's length */
+		len = rbelow(2 * KXFER_LAT_BUCKETS * 8);
+		for (size_t i = 0; i < len; i++)
+			s[i] = rnd();
+		knl_put(nl, type, s, len);
+		break;
 	case T_SECRET:
 		/* mostly the right size (16..64), sometimes not */
 		len = chance(4) ? rbelow(100) : 16 + rbelow(49);
@@ -672,6 +679,10 @@ static void check_attrs(const void *data, int len, enum aset set, int depth,
 			break;
 		case T_BIN:
 			if (plen != 4 && plen != 16)
+				goto bad_len;
+			break;
+		case T_HIST:
+			if (plen != KXFER_LAT_BUCKETS * 8)
 				goto bad_len;
 			break;
 		case T_PAD:

@@ -539,8 +539,16 @@ TEST_F(ring, overflow_notes)
 		j->notify_value = (uintptr_t)msgs[i];
 		j->notify_len = strlen(msgs[i]);
 	}
-	ASSERT_EQ(n, submit(fd, self->jobs, n));
-	/* The ring is full of completions; wait for them and the notes. */
+	/*
+	 * Notifications that come back while the SUBMIT runs take free
+	 * slots, and a job is accepted only with a slot kept for its
+	 * completion: at worst each job's notification came back before
+	 * the next was submitted, a slot for each, so half are accepted.
+	 */
+	n = submit(fd, self->jobs, n);
+	ASSERT_LE(8, (int)n);
+	TH_LOG("%u of 16 jobs accepted", n);
+	/* The ring fills with completions and notes; wait for 16. */
 	ASSERT_EQ(16, reap_wait(fd, 16, 20000000000LL));
 	usleep(300000);
 	end = now_ms() + 30000;
@@ -589,7 +597,8 @@ TEST_F(ring, overflow_notes)
 	}
 	EXPECT_EQ(n, comps);
 	EXPECT_EQ(n, notes);
-	EXPECT_LT(0, need);
+	/* More events than entries: notes waited on the overflow list. */
+	EXPECT_TRUE(need > 0 || 2 * n <= 16);
 	EXPECT_EQ(0, rg.hdr->flags);
 	EXPECT_EQ(0, reap_wait(fd, 1, 300000000LL));
 	munmap(rg.hdr, rg.len);
