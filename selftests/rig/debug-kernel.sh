@@ -23,7 +23,8 @@
 # for readable traces. The release is <version>-kxfer-debug.
 #
 # Cache: KXFER_DEBUG_CACHE (default build/debug-kernel/): src-<version>/
-# the unpacked source, <version>-<hash>/ a build (hash: the first 12
+# the unpacked source, config-<version>-<inputs hash> the config made from
+# those inputs, <version>-<hash>/ a build (hash: the first 12
 # digits of the final .config's sha256), with obj/ (the kernel build tree:
 # KDIR for out-of-tree modules), root/ (boot/vmlinuz-<release> and
 # lib/modules/<release>, indexed with depmod) and build.log. A finished
@@ -177,16 +178,27 @@ kver_stock=${hdr_pkg#linux-headers-}
 			awk '$1 == "insmod" { n = $2; sub(".*/", "", n); sub("[.]ko.*", "", n); print n }' || true
 	done | tr - _ | sort -u | sed 's/$/ 16384 0/'
 } >"$scratch/lsmod"
-make -s -C "$src" O="$scratch" LSMOD="$scratch/lsmod" localmodconfig \
-	>"$scratch/config.log" 2>&1 </dev/null ||
-	{ cat "$scratch/config.log" >&2; die "make localmodconfig failed"; }
-"$src/scripts/config" --file "$scratch/.config" "${debug_options[@]}"
-make -s -C "$src" O="$scratch" olddefconfig >>"$scratch/config.log" 2>&1 </dev/null ||
-	{ cat "$scratch/config.log" >&2; die "make olddefconfig failed"; }
-for opt in $required; do
-	grep -Eq "^CONFIG_$opt=[ym]$" "$scratch/.config" ||
-		die "CONFIG_$opt is not set in the debug config ($scratch/.config kept)"
-done
+# The same inputs (Debian's config, this script, the module list) give the
+# same config: it is made once and kept, not at every guest boot.
+memo=$cache/config-$version-$(cat "$headers/.config" "$0" "$scratch/lsmod" |
+	sha256sum | cut -c1-16)
+if [[ -f $memo ]]; then
+	cp "$memo" "$scratch/.config"
+else
+	make -s -C "$src" O="$scratch" LSMOD="$scratch/lsmod" localmodconfig \
+		>"$scratch/config.log" 2>&1 </dev/null ||
+		{ cat "$scratch/config.log" >&2; die "make localmodconfig failed"; }
+	"$src/scripts/config" --file "$scratch/.config" "${debug_options[@]}"
+	make -s -C "$src" O="$scratch" olddefconfig >>"$scratch/config.log" 2>&1 </dev/null ||
+		{ cat "$scratch/config.log" >&2; die "make olddefconfig failed"; }
+	for opt in $required; do
+		if ! grep -Eq "^CONFIG_$opt=[ym]$" "$scratch/.config"; then
+			cp "$scratch/.config" "$cache/failed-config-$series"
+			die "CONFIG_$opt is not set in the debug config ($cache/failed-config-$series)"
+		fi
+	done
+	cp "$scratch/.config" "$memo.tmp" && mv "$memo.tmp" "$memo"
+fi
 hash=$(grep -v '^#' "$scratch/.config" | sha256sum | cut -c1-12)
 dir=$cache/$version-$hash
 obj=$dir/obj root=$dir/root
