@@ -16,6 +16,12 @@
 #   make check        install what is missing, build (NIXL and the plugin
 #                     too), run every test (guests on Debian 6.1 and 6.12;
 #                     KXFER_KVERS=6.1 for one)
+#   make check-debug  the guest suites (suite-1, suite-2, peer-death) on
+#                     sanitizer kernels (KASAN, lockdep, kmemleak, UBSAN,
+#                     KFENCE) built once from Debian's linux-source-6.1 and
+#                     -6.12 (about an hour each, cached in build/); fails
+#                     on any report; not part of make check
+#                     (KXFER_KVERS=6.1 for one; KXFER_GUEST_LOCK=FILE)
 #   make deps         install the Debian packages the project needs
 #   make bench        kxfer-bench against perftest, and the demo's push
 #                     through NIXL against kxfer, in one guest per kernel
@@ -52,7 +58,7 @@ KDIR ?= /usr/src/linux-headers-$(call kxfer_hdr,6.1.)
 endif
 
 .PHONY: all module guest-modules tools examples selftests clean deps check \
-	demo bench help install nixl nixl-deps
+	check-debug demo bench help install nixl nixl-deps
 
 all: module tools examples selftests $(if $(NIXL_PREFIX),nixl)
 
@@ -141,6 +147,12 @@ check: deps
 	$(MAKE) nixl NIXL_PREFIX=$$(bash $(TOP)/tools/nixl/build-nixl-deps.sh --print-prefix)
 	KXFER_KVERS="$(KXFER_KVERS)" bash $(TOP)/selftests/run-suite
 
+# The suites on the debug kernels (selftests/check-debug, which builds the
+# kernels and the module for them); the NIXL backend's suite is left out.
+check-debug: deps
+	$(MAKE) all
+	KXFER_KVERS="$(KXFER_KVERS)" bash $(TOP)/selftests/check-debug
+
 # BENCH_ARGS: tools/bench/run's options (--kver K, repeatable, default
 # both kernels; --reps N --secs S --rows "...")
 bench: deps
@@ -166,4 +178,4 @@ endif
 	KXFER_DEMO_NIXL=$(KXFER_DEMO_NIXL) bash $(TOP)/examples/run-demo --kver $(KXFER_DEMO_KVER)
 
 help:
-	@sed -n '3,28p' $(TOP)/Makefile
+	@sed -n '3,35p' $(TOP)/Makefile

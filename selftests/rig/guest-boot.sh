@@ -9,7 +9,8 @@
 # ping), runs `bash $KXFER_SCRIPT` as root from $KXFER_TOP with its output on
 # the console and in /out/script.log, then writes /out/dmesg.txt, the script's
 # exit status to /out/status (125 if the setup failed and the script did not
-# run), creates /shared/done.<guest> (barriers in the other guest stop waiting)
+# run), on a debug kernel (KXFER_KMEMLEAK_SCAN=1) what kmemleak finds after the
+# script to /out/kmemleak.txt (see kmemleak_scan), creates /shared/done.<guest> (barriers in the other guest stop waiting)
 # and powers off. It must never exit: PID 1 exiting panics the guest.
 #
 # The variables come from the file that vm-run wrote (kxfer_env= on the
@@ -73,6 +74,45 @@ setup_guest() {
 	return 0
 }
 
+# kmemleak_scan: on a debug kernel, after the script, what kmemleak finds,
+# into /out/kmemleak.txt: a scan with kxfer still loaded (its frames have
+# names), then, after `clear` (those are not reported again), kxfer and
+# kxfer_testbuf unloaded (what they did not free is now unreferenced) and
+# another scan. Each scan is two (an object is reported once it is 5 s old
+# and unreferenced: the second catches what was too young for the first).
+# Never fails the guest: the host reads the file (selftests/rig/sanitizers).
+kmemleak_scan() {
+	local ctl=/sys/kernel/debug/kmemleak out=$KXFER_OUT/kmemleak.txt mod
+
+	[[ ${KXFER_KMEMLEAK_SCAN:-0} == 1 ]] || return 0
+	if [[ ! -e $ctl ]]; then
+		echo "# kmemleak: no $ctl in this kernel" >"$out"
+		return 0
+	fi
+	rig_say "kmemleak: scanning"
+	_kmemleak_twice
+	echo "# kmemleak after $KXFER_SCRIPT, boot ${KXFER_BOOT:-1}, kxfer loaded" >"$out"
+	cat "$ctl" >>"$out"
+	echo clear >"$ctl"
+	for mod in kxfer_testbuf kxfer; do
+		if grep -q "^$mod " /proc/modules; then
+			timeout 120 rmmod "$mod" || rig_say "kmemleak: rmmod $mod failed"
+		fi
+	done
+	_kmemleak_twice
+	echo "# kmemleak after kxfer and kxfer_testbuf were unloaded" >>"$out"
+	cat "$ctl" >>"$out"
+	rig_say "kmemleak: $(grep -c '^unreferenced object' "$out") unreferenced object(s)"
+}
+
+_kmemleak_twice() {
+	timeout 600 bash -c 'echo scan >/sys/kernel/debug/kmemleak' ||
+		rig_say "kmemleak: scan failed"
+	sleep 6
+	timeout 600 bash -c 'echo scan >/sys/kernel/debug/kmemleak' ||
+		rig_say "kmemleak: scan failed"
+}
+
 if ! setup_guest; then
 	rig_say "guest setup failed; not running $KXFER_SCRIPT"
 	power_off 125
@@ -88,4 +128,5 @@ bash "$KXFER_SCRIPT" </dev/null 2>&1 | tee $tee_opt "$KXFER_OUT/script.log"
 status=${PIPESTATUS[0]}
 read -r uptime _ </proc/uptime
 rig_say "$KXFER_SCRIPT exited with status $status at $uptime s"
+kmemleak_scan
 power_off "$status"

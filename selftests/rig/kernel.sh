@@ -8,6 +8,9 @@
 #   KVER_SERIES  6.1  (linux-image-amd64, Debian 12's kernel, main target)
 #                6.12 (linux-image-6.12-amd64, the compatibility target;
 #                      the -unsigned image package is preferred when it exists)
+#                6.1-debug, 6.12-debug: the sanitizer kernels built from
+#                      Debian's sources by debug-kernel.sh (make check-debug),
+#                      which prints the same lines; --no-fetch: --no-build
 #
 # The exact image package is resolved through the metapackage every time
 # (`apt-cache depends`, local and cheap) because versions move. The package is
@@ -44,6 +47,11 @@ series=$1
 cache=${KXFER_CACHE:-/var/cache/kxfer}
 
 case $series in
+6.1-debug | 6.12-debug)
+	if ((fetch)); then
+		exec "$(dirname "${BASH_SOURCE[0]}")/debug-kernel.sh" "${series%-debug}"
+	fi
+	exec "$(dirname "${BASH_SOURCE[0]}")/debug-kernel.sh" --no-build "${series%-debug}" ;;
 6.1)  meta=linux-image-amd64 ;;
 6.12) meta=linux-image-6.12-amd64 ;;
 *)    usage ;;

@@ -55,6 +55,13 @@
 #                         shutdown) and boot it again with KXFER_BOOT + 1;
 #                         never returns
 #
+# KXFER_SLOW (an integer, default 1; vm-run passes it on from the host):
+# every timeout above is multiplied by it: ktest's and ktap_run's, the
+# waits of busywait and slowwait, and barrier's (given or default), so
+# that a suite keeps its checks on a kernel that is that much slower
+# (make check-debug: KASAN and lockdep under TCG). The timeouts printed
+# are the scaled ones.
+#
 # Environment set by vm-run in the guests: KXFER_GUEST (a|b), KXFER_GUESTS
 # (1|2), KXFER_BOOT (1, one more after each kill), KXFER_SELF_ADDR,
 # KXFER_PEER_ADDR (two guests), KXFER_OUT (/out), KXFER_SHARED (/shared),
@@ -62,6 +69,14 @@
 
 ksft_skip=4
 KXFER_DEFER=()
+
+# _kx_slow N: N times KXFER_SLOW.
+_kx_slow() {
+	local slow=${KXFER_SLOW:-1}
+
+	[[ $slow =~ ^[1-9][0-9]*$ ]] || slow=1
+	echo "$(($1 * slow))"
+}
 
 _kx_name() {
 	local name=${1//[[:space:]]/_}
@@ -119,9 +134,10 @@ require_cmd() {
 }
 
 ktest() {
-	local name func log rc=0 finished monitor=+m t0
+	local name func log rc=0 finished monitor=+m t0 limit
 
 	t0=$(_kx_now_us)
+	limit=$(_kx_slow "${KTEST_TIMEOUT:-300}")
 
 	name=$(_kx_name "$1")
 	func=$2
@@ -142,7 +158,7 @@ ktest() {
 	) </dev/null >>"$log" 2>&1 &
 	local pid=$!
 	set "$monitor"
-	sleep "${KTEST_TIMEOUT:-300}" &
+	sleep "$limit" &
 	local watchdog=$!
 
 	wait -n -p finished "$pid" "$watchdog" || rc=$?
@@ -154,7 +170,7 @@ ktest() {
 		kill -TERM -- "-$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 		kill -KILL -- "-$pid" 2>/dev/null || true
-		echo "# ktest $name: timed out after ${KTEST_TIMEOUT:-300} s" >>"$log"
+		echo "# ktest $name: timed out after $limit s" >>"$log"
 		rc=124
 	fi
 
@@ -175,7 +191,7 @@ ktap_run() {
 	log=$KXFER_OUT/logs/$base.log
 	mkdir -p "$KXFER_OUT/logs"
 
-	timeout -k 10 "${KTAP_TIMEOUT:-600}" "$bin" "$@" </dev/null >"$log" 2>&1 || rc=$?
+	timeout -k 10 "$(_kx_slow "${KTAP_TIMEOUT:-600}")" "$bin" "$@" </dev/null >"$log" 2>&1 || rc=$?
 
 	local line rest name status planned=-1 plan_skip=0 seen=0 failed=0 last_run=
 	while IFS= read -r line; do
@@ -266,8 +282,9 @@ _kx_wait() {
 }
 
 busywait() {
-	local timeout_ms=$1
+	local timeout_ms
 
+	timeout_ms=$(_kx_slow "$1")
 	shift
 	_kx_wait 0.01 "$timeout_ms" "$@"
 }
@@ -276,7 +293,7 @@ slowwait() {
 	local timeout_s=$1
 
 	shift
-	_kx_wait 0.1 "$((timeout_s * 1000))" "$@"
+	_kx_wait 0.1 "$(_kx_slow "$((timeout_s * 1000))")" "$@"
 }
 
 KXFER_BARRIER_SEQ=${KXFER_OUT:-/tmp}/.barrier.seq
@@ -301,6 +318,7 @@ barrier() {
 	theirs=$KXFER_SHARED/barrier.$seq.$name.$peer
 	: >"$mine"
 
+	timeout_s=$(_kx_slow "$timeout_s")
 	deadline=$((SECONDS + timeout_s))
 	until [[ -e $theirs ]]; do
 		if [[ -e $KXFER_SHARED/done.$peer ]]; then
