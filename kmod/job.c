@@ -564,7 +564,8 @@ ready:
 	job->j_file = kf;
 	job->j_gate = gate;
 	job->j_fence = uj->flags & KXFER_JOB_FENCE;
-	job->j_inline = !kick && plan.nwr <= KXFER_INLINE_WRS;
+	job->j_inline = !kick && plan.nwr <= KXFER_INLINE_WRS &&
+			total <= KXFER_INLINE_BYTES;
 	job->j_conn_gen = s->s_conn_gen;
 	INIT_LIST_HEAD(&job->j_held_node);
 

@@ -11,13 +11,16 @@
 #define KXFER_JOB_BATCH_BYTES	(4U << 20)
 #define KXFER_JOB_MAX_WRS	65536	/* 64 GiB with a 1 MiB stripe */
 /*
- * A SUBMIT of one job of at most KXFER_INLINE_WRS WRs is latency-bound:
- * its posting runs the provider's deferred work (softirq) in the
- * submitter's context.  A SUBMIT of several jobs posts each QP's share
- * once, at its end, and leaves the provider's work to softirq, on
- * whichever CPU, so that posting and the NIC's work overlap.
+ * A SUBMIT of one job of at most KXFER_INLINE_WRS WRs and
+ * KXFER_INLINE_BYTES is latency-bound: its posting runs the provider's
+ * deferred work (softirq) in the submitter's context (for rxe, copying
+ * the bytes: a big job would hold the SUBMIT for it).  A SUBMIT of
+ * several jobs posts each QP's share once, at its end, and leaves the
+ * provider's work to softirq, on whichever CPU, so that posting and the
+ * NIC's work overlap.
  */
 #define KXFER_INLINE_WRS	8
+#define KXFER_INLINE_BYTES	(64U << 10)
 /* Segments of a job copied to the stack rather than allocated. */
 #define KXFER_FEW_SEGS		4
 /*
