@@ -149,7 +149,7 @@ t_kill_busy() {
 	barrier kill 120
 	t0=$(killed 1)
 	echo "$(date +%T.%N) b is killed"
-	kill -0 $st || { echo "the stream ended before the kill"; exit 1; }
+	kill -0 $st || { echo "the stream ended before the kill:"; cat /tmp/kb-storm; exit 1; }
 	busywait 15000 check_fail peer_state b up
 	dt=$(($(now_ms) - t0))
 	storm_say "a: session b down $dt ms after b was killed"
