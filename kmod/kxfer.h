@@ -369,6 +369,7 @@ enum kxfer_cm_kind {
 	KXFER_CM_LISTENER = 1,
 	KXFER_CM_QP,
 	KXFER_CM_DEAD,		/* handed to the reaper; events ignored */
+	KXFER_CM_PENDING,	/* a request waiting for kxfer_accept_work */
 };
 
 #define KXFER_CTRL_RECVS	32	/* control receives posted on QP 0 */
@@ -759,6 +760,7 @@ const u8 *kxfer_sa_bytes(const struct sockaddr *sa, unsigned int *len);
 /**
  * struct kxfer_listener - an rdma_cm listening id
  * @l_kind: KXFER_CM_LISTENER (the cm_id's context points here)
+ * @l_ref: one for being listed, one per request waiting to be accepted
  * @l_node: on kxfer_listeners, under kxfer_listen_mutex
  * @l_addr: address listened on, port included
  * @l_id: the listening id; NULL while waiting for its device
@@ -772,12 +774,14 @@ const u8 *kxfer_sa_bytes(const struct sockaddr *sa, unsigned int *len);
  */
 struct kxfer_listener {
 	enum kxfer_cm_kind	l_kind;
+	refcount_t		l_ref;
 	struct list_head	l_node;
 	struct sockaddr_storage	l_addr;
 	struct rdma_cm_id	*l_id;
 	enum kxfer_listen_state	l_state;
 	atomic_t		l_accepted;
 	atomic_t		l_rejected;
+	spinlock_t		l_log_lock;	/* the two below */
 	struct sockaddr_storage	l_last_refused;	/* for logging once */
 	int			l_last_reason;
 	unsigned int		l_nallow;
@@ -799,6 +803,7 @@ int kxfer_listen_delete(const struct sockaddr_storage *addr,
 			struct netlink_ext_ack *extack);
 void kxfer_listeners_device_removed(struct kxfer_device *kd);
 void kxfer_listeners_destroy_all(void);
+void kxfer_accepts_flush(void);
 int kxfer_listener_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
 /* ---------------------------------------------------------------------- */

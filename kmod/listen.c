@@ -11,6 +11,14 @@
  * will.  A listener that requires authentication refuses a node it
  * holds no key for (auth.c authenticates the sessions it accepts).  A
  * listener whose device goes away waits and binds again.
+ *
+ * The rdma_cm handler of a request only checks what it can without a
+ * lock and queues the request; kxfer_accept_work finds the session and
+ * accepts, as svcrdma does.  Accepting inside the handler would take
+ * kxfer_sess_mutex and s_mutex under the new id's handler mutex, while
+ * a connecting session calls rdma_connect() and rdma_destroy_id(), which
+ * take a handler mutex, under s_mutex: the same lock classes in both
+ * orders, which lockdep reports as a cycle.
  */
 #include <linux/slab.h>
 #include <linux/in.h>
@@ -26,6 +34,33 @@ LIST_HEAD(kxfer_listeners);
 
 #define KXFER_LISTEN_RETRY_MS	1000
 #define KXFER_LISTEN_BACKLOG	64
+/* requests queued for kxfer_accept_work, all listeners together */
+#define KXFER_ACCEPTS_MAX	256
+
+/**
+ * struct kxfer_accept - a connection request waiting to be accepted
+ * @a_kind: KXFER_CM_PENDING: the new id's context points here until the
+ *	id is accepted (its QP's) or destroyed, so its events are ignored
+ * @a_node: on kxfer_accepts
+ * @a_id: the new id
+ * @a_listener: the listener it came to (a reference)
+ * @a_conn: its private data, checked
+ * @a_remote_qpn: the connecting QP
+ */
+struct kxfer_accept {
+	enum kxfer_cm_kind	a_kind;
+	struct list_head	a_node;
+	struct rdma_cm_id	*a_id;
+	struct kxfer_listener	*a_listener;
+	struct kxfer_wire_conn	a_conn;
+	u32			a_remote_qpn;
+};
+
+static DEFINE_SPINLOCK(kxfer_accepts_lock);
+static LIST_HEAD(kxfer_accepts);
+static unsigned int kxfer_accepts_queued;
+static void kxfer_accept_work_fn(struct work_struct *work);
+static DECLARE_WORK(kxfer_accept_work, kxfer_accept_work_fn);
 
 /**
  * kxfer_sa_bytes - the address bytes of a socket address
@@ -141,21 +176,125 @@ static void kxfer_listener_refuse(struct rdma_cm_id *id,
 	unsigned int len, last_len;
 	const u8 *a, *b;
 
+	bool log = false;
+
 	atomic_inc(&l->l_rejected);
 	/*
 	 * Once per source address and reason, since a refused peer keeps
-	 * retrying (listener handlers are serialised by rdma_cm).
+	 * retrying (the handler and kxfer_accept_work both refuse).
 	 */
+	spin_lock(&l->l_log_lock);
 	a = kxfer_sa_bytes((struct sockaddr *)src, &len);
 	b = kxfer_sa_bytes((struct sockaddr *)&l->l_last_refused, &last_len);
 	if (l->l_last_reason != reason || !a || !b || len != last_len ||
 	    memcmp(a, b, len)) {
 		l->l_last_reason = reason;
 		memcpy(&l->l_last_refused, src, sizeof(*src));
+		log = true;
+	}
+	spin_unlock(&l->l_log_lock);
+	if (log)
 		pr_warn_ratelimited("kxfer: listener %pISpc: refused %pISc: %s\n",
 				    &l->l_addr, src, why);
-	}
 	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+}
+
+static void kxfer_listener_put(struct kxfer_listener *l)
+{
+	if (!refcount_dec_and_test(&l->l_ref))
+		return;
+	kxfer_key_put(l->l_key);
+	kxfer_auth_counts_put(l->l_counts);
+	kfree(l);
+}
+
+/* Take or refuse one request, outside its handler (see the top). */
+static void kxfer_accept_one(struct kxfer_accept *a)
+{
+	struct kxfer_listener *l = a->a_listener;
+	struct rdma_cm_id *id = a->a_id;
+	enum kxfer_reject_reason reason = KXFER_REJ_AUTH;
+	const char *why = "authentication required, no key for that node";
+	int ret;
+
+	if (!kxfer_auth_listener_refuses(l, a->a_conn.wc_node)) {
+		ret = kxfer_session_accept(id, &a->a_conn, a->a_remote_qpn, l);
+		if (!ret) {
+			atomic_inc(&l->l_accepted);
+			return;
+		}
+		reason = ret == -EXDEV ? KXFER_REJ_DEVICE : KXFER_REJ_BUSY;
+		why = ret == -EUSERS ? "too many half-open sessions" :
+		      "cannot accept";
+	}
+	rdma_lock_handler(id);
+	kxfer_listener_refuse(id, l, reason, why);
+	rdma_unlock_handler(id);
+	rdma_destroy_id(id);
+}
+
+static void kxfer_accept_work_fn(struct work_struct *work)
+{
+	struct kxfer_accept *a;
+
+	for (;;) {
+		spin_lock(&kxfer_accepts_lock);
+		a = list_first_entry_or_null(&kxfer_accepts,
+					     struct kxfer_accept, a_node);
+		if (a)
+			list_del(&a->a_node);
+		spin_unlock(&kxfer_accepts_lock);
+		if (!a)
+			return;
+		kxfer_accept_one(a);
+		kxfer_listener_put(a->a_listener);
+		spin_lock(&kxfer_accepts_lock);
+		kxfer_accepts_queued--;
+		spin_unlock(&kxfer_accepts_lock);
+		kfree(a);
+		cond_resched();
+	}
+}
+
+/* Queue a checked request; false when too many wait already. */
+static bool kxfer_accept_queue(struct rdma_cm_id *id, struct kxfer_listener *l,
+			       const struct kxfer_wire_conn *conn,
+			       u32 remote_qpn)
+{
+	struct kxfer_accept *a = kzalloc(sizeof(*a), GFP_KERNEL);
+
+	if (!a)
+		return false;
+	a->a_kind = KXFER_CM_PENDING;
+	a->a_id = id;
+	a->a_listener = l;
+	a->a_conn = *conn;
+	a->a_remote_qpn = remote_qpn;
+	spin_lock(&kxfer_accepts_lock);
+	if (kxfer_accepts_queued >= KXFER_ACCEPTS_MAX) {
+		spin_unlock(&kxfer_accepts_lock);
+		kfree(a);
+		return false;
+	}
+	kxfer_accepts_queued++;
+	refcount_inc(&l->l_ref);
+	/* Until accepted or destroyed, this id's events are ignored. */
+	id->context = a;
+	list_add_tail(&a->a_node, &kxfer_accepts);
+	spin_unlock(&kxfer_accepts_lock);
+	queue_work(kxfer_wq, &kxfer_accept_work);
+	return true;
+}
+
+/**
+ * kxfer_accepts_flush - settle every queued request (unload)
+ *
+ * After the listeners are gone no request comes; those queued are
+ * accepted into sessions (stopped after this) or refused.
+ */
+void kxfer_accepts_flush(void)
+{
+	flush_work(&kxfer_accept_work);
 }
 
 /**
@@ -163,8 +302,8 @@ static void kxfer_listener_refuse(struct rdma_cm_id *id,
  * @id: the listening id, or a new id in its CONNECT_REQUEST
  * @ev: the event
  *
- * Return: 0; non-zero after refusing a request, so that rdma_cm
- * destroys the new id.
+ * Return: 0 (the request is queued, or not a request); non-zero after
+ * refusing a request, so that rdma_cm destroys the new id.
  */
 int kxfer_listener_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
@@ -197,20 +336,11 @@ int kxfer_listener_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 				      "not in the allow list");
 		return 1;
 	}
-	if (kxfer_auth_listener_refuses(l, conn.wc_node)) {
-		kxfer_listener_refuse(id, l, KXFER_REJ_AUTH,
-				      "authentication required, no key for that node");
+	if (!kxfer_accept_queue(id, l, &conn, ev->param.conn.qp_num)) {
+		kxfer_listener_refuse(id, l, KXFER_REJ_BUSY,
+				      "too many requests waiting");
 		return 1;
 	}
-	ret = kxfer_session_accept(id, &conn, ev->param.conn.qp_num, l);
-	if (ret) {
-		kxfer_listener_refuse(id, l, ret == -EXDEV ? KXFER_REJ_DEVICE :
-				      KXFER_REJ_BUSY, ret == -EUSERS ?
-				      "too many half-open sessions" :
-				      "cannot accept");
-		return 1;
-	}
-	atomic_inc(&l->l_accepted);
 	return 0;
 }
 
@@ -291,6 +421,8 @@ int kxfer_listen_create(const struct sockaddr_storage *addr,
 	l->l_key = key;
 	l->l_auth_required = auth_required;
 	l->l_kind = KXFER_CM_LISTENER;
+	refcount_set(&l->l_ref, 1);
+	spin_lock_init(&l->l_log_lock);
 	memcpy(&l->l_addr, addr, sizeof(l->l_addr));
 	memcpy(l->l_allow, allow, nallow * sizeof(*allow));
 	l->l_nallow = nallow;
@@ -332,9 +464,7 @@ static void kxfer_listener_destroy(struct kxfer_listener *l)
 	cancel_delayed_work_sync(&l->l_retry);
 	if (l->l_id)
 		rdma_destroy_id(l->l_id);
-	kxfer_key_put(l->l_key);
-	kxfer_auth_counts_put(l->l_counts);
-	kfree(l);
+	kxfer_listener_put(l);
 }
 
 /**

@@ -1023,7 +1023,7 @@ int kxfer_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct kxfer_session *s;
 	int ret;
 
-	if (*kind == KXFER_CM_DEAD)
+	if (*kind == KXFER_CM_DEAD || *kind == KXFER_CM_PENDING)
 		return 0;
 	if (*kind == KXFER_CM_LISTENER ||
 	    ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
@@ -1166,13 +1166,14 @@ static bool kxfer_too_many_half_open(const struct sockaddr_storage *src)
  * @l: the listener, whose authentication policy a new session takes
  *
  * Finds or makes the accepting session for (node, session id), builds
- * the QP and accepts.  Called from the rdma_cm handler of the listener
- * (with its handler mutex held); takes kxfer_sess_mutex and s_mutex,
- * which nothing holds while destroying a listener's id.
+ * the QP and accepts.  Called from kxfer_accept_work, outside any
+ * rdma_cm handler; takes kxfer_sess_mutex, s_mutex, then the id's
+ * handler mutex (rdma_lock_handler()) to accept, the order in which a
+ * connecting session takes them.
  *
  * Return: 0 (the id now belongs to the session) or a negative errno
- * (the caller rejects; rdma_cm destroys the id): %-EUSERS when the source
- * has max_half_open sessions connecting already.
+ * (the caller refuses the request and destroys the id): %-EUSERS when
+ * the source has max_half_open sessions connecting already.
  */
 int kxfer_session_accept(struct rdma_cm_id *id,
 			 const struct kxfer_wire_conn *conn, u32 remote_qpn,
@@ -1185,6 +1186,7 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 	struct kxfer_session *s;
 	struct kxfer_qp *qp;
 	char node[KXFER_NAME_MAX];
+	void *pending;
 	int ret;
 
 	memcpy(node, conn->wc_node, sizeof(node));
@@ -1252,26 +1254,30 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 	wa.wa_recv_credits = cpu_to_le16(KXFER_CTRL_RECVS);
 	strscpy(wa.wa_node, kxfer_node_name, sizeof(wa.wa_node));
 	kxfer_conn_param(s, &param, &wa, kxfer_auth_accept_fill(s, &wa));
+	qp->q_remote_qpn = remote_qpn;
+	rdma_lock_handler(id);
 	/* Events for this id come to the QP from now on. */
+	pending = id->context;
 	id->context = qp;
 	rdma_set_ack_timeout(id, KXFER_ACK_TIMEOUT);
 	ret = rdma_accept(id, &param);
-	if (ret) {
-		id->context = NULL;
+	if (ret)
+		id->context = pending;
+	rdma_unlock_handler(id);
+	if (ret)
 		goto out_undo;
-	}
-	qp->q_remote_qpn = remote_qpn;
 	mutex_unlock(&s->s_mutex);
 	return 0;
 
 out_undo:
-	/* rdma_cm destroys the id when the handler returns non-zero. */
+	/* The caller refuses the request and destroys the id. */
 	if (id->qp)
 		rdma_destroy_qp(id);
 	if (qp->q_cq)
 		ib_free_cq(qp->q_cq);
 	qp->q_cq = NULL;
 	qp->q_id = NULL;
+	qp->q_remote_qpn = 0;
 	kxfer_session_fail(s, ret, "cannot accept a QP");
 out_unlock:
 	mutex_unlock(&s->s_mutex);
