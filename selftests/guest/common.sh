@@ -30,6 +30,24 @@
 #                         wait (check_fail ... too) was about, of every
 #                         session for other waits on sessions (kxferctl,
 #                         a *peer* or *session* helper, leak_same ...)
+#   rdma_snapshot WHAT    this guest's RDMA state, for a connection that
+#                         does not come up: rdma link, cm_ids and QPs,
+#                         rxe0's port counters (hw_counters), IB CM
+#                         message counters and GIDs, the test netdev's
+#                         statistics, neighbours and qdisc, rxe's UDP
+#                         socket, kxferctl listen and peer show
+#   rdma_explain          two rdma_snapshots, their counters
+#                         $RDMA_EXPLAIN_GAP s apart (do packets still
+#                         arrive, are they answered), the MAD layer's and
+#                         IB CM's tracepoints between them, then an rping
+#                         from this guest to itself (does its own CM work
+#                         at all); about half a minute under TCG, every
+#                         command bounded (5 s, rping 10 s)
+#   explain_ask TAG       two guests: ask the other guest for its
+#                         rdma_explain (explain_serve), then rdma_explain
+#                         here
+#   explain_serve TAG SEC in the background, SEC seconds at most: the
+#                         rdma_explain the other guest asks for with TAG
 
 export PATH="$KXFER_TOP/tools/kxferctl:$KXFER_TOP/selftests:$PATH"
 
@@ -181,4 +199,143 @@ nixl_env() {
 	export LD_LIBRARY_PATH=$NIXL_LIBDIR
 	export PYTHONPATH=$NIXL_PYTHONPATH
 	export NIXL_PLUGIN_DIR=$out
+}
+
+# --- RDMA state of a connection that does not come up -------------------------
+
+# Seconds between the counters of rdma_explain's two snapshots: a
+# connector's attempts last 10 s (kxfer's connect deadline), its CM sends
+# the REQ again after ~5 s, and the next attempt comes ~5 s after one
+# failed: 8 s see at least one REQ.
+RDMA_EXPLAIN_GAP=8
+
+# _rx CMD...: CMD's output, 5 s at most; never fails
+_rx() {
+	timeout 5 "$@" 2>&1 || echo "($1: status $?)"
+}
+
+# _rx_files DIR: "name=value" of each file in DIR, on one line (read,
+# not cat: a fork costs a lot under TCG, and these are 60 files)
+_rx_files() {
+	local f v line=
+
+	for f in "$1"/*; do
+		[ -f "$f" ] || continue
+		v=
+		read -r v 2>/dev/null <"$f" || [ -n "$v" ] || v='?'
+		line+="${f##*/}=$v "
+	done
+	echo "${line:-(none)}"
+}
+
+# _rx_stamp: wall clock (ms) and uptime (the kernel log's clock)
+_rx_stamp() {
+	local up us=${EPOCHREALTIME/./}
+
+	read -r up _ </proc/uptime
+	printf '%(%T)T.%03d, uptime %s s' "${us:0:-6}" $((10#${us: -6} / 1000)) "$up"
+}
+
+rdma_snapshot() {
+	local nd=$KXFER_NETDEV port=/sys/class/infiniband/$KXFER_RDMA_DEV/ports/1 g s
+
+	# counters first, at the time printed
+	echo "=== guest $KXFER_GUEST: RDMA state, $1: $(_rx_stamp)"
+	read -r s 2>/dev/null <"$port/state" || s='?'
+	echo "--- $KXFER_RDMA_DEV port 1: $s"
+	echo "hw_counters: $(_rx_files "$port/hw_counters")"
+	for g in cm_rx_msgs cm_tx_msgs cm_tx_retries cm_rx_duplicates; do
+		echo "$g: $(_rx_files "$port/$g")"
+	done
+	echo "--- UDP: /proc/net/snmp, rxe's socket (port 4791 = 12B7, drops last)"
+	grep -h -e '^Udp:' -e ':12B7 ' /proc/net/snmp /proc/net/udp /proc/net/udp6
+	echo "--- rdma link, resource show cm_id, resource show qp"
+	_rx rdma link show
+	_rx rdma resource show cm_id
+	_rx rdma resource show qp
+	echo "--- GIDs in use, their types and netdevs"
+	grep -sH . "$port"/gids/* "$port"/gid_attrs/types/* "$port"/gid_attrs/ndevs/* |
+		grep -v '0000:0000:0000:0000:0000:0000:0000:0000$' | sed "s|^$port/||"
+	echo "--- $nd: link, neighbours, route to $KXFER_PEER_ADDR, qdisc"
+	_rx ip -s link show dev "$nd"
+	_rx ip neigh show dev "$nd"
+	_rx ip route get "$KXFER_PEER_ADDR"
+	_rx tc -s qdisc show dev "$nd"
+	echo "--- kxferctl listen show, peer show"
+	_rx kxferctl listen show
+	_rx kxferctl peer show
+	echo "--- kernel log, last 15 lines"
+	dmesg | tail -n 15
+}
+
+# _rx_trace 1|0: the MAD layer's (ib_mad) and the IB CM's (ib_cma)
+# tracepoints on (trace emptied first) or off
+_rx_trace() {
+	local t=/sys/kernel/tracing e
+
+	[ -w $t/trace ] || return 0
+	[ "$1" = 1 ] && echo >$t/trace
+	for e in ib_mad ib_cma; do
+		[ -e "$t/events/$e/enable" ] && echo "$1" >"$t/events/$e/enable"
+	done
+	return 0
+}
+
+# _rx_self_ping: rping from this guest's address to itself: its own CM
+# and QP1 (rxe loops the packets back, nothing goes on the wire); 10 s
+# at most
+_rx_self_ping() {
+	local port=$((17000 + RANDOM % 1000)) srv rc=0
+
+	command -v rping >/dev/null || { echo "--- (no rping)"; return 0; }
+	modprobe rdma_ucm 2>/dev/null || true
+	timeout 10 rping -s -a "$KXFER_SELF_ADDR" -p "$port" -C 1 >/tmp/rx-rping-s 2>&1 &
+	srv=$!
+	sleep 1
+	timeout 8 rping -c -a "$KXFER_SELF_ADDR" -p "$port" -C 1 -v \
+		>/tmp/rx-rping-c 2>&1 || rc=$?
+	kill "$srv" 2>/dev/null || true
+	wait "$srv" 2>/dev/null || true
+	echo "--- rping $KXFER_SELF_ADDR to itself: status $rc$( ((rc != 124)) || echo ", timed out")"
+	tail -n 3 /tmp/rx-rping-c /tmp/rx-rping-s
+}
+
+rdma_explain() {
+	local t0=${EPOCHREALTIME/./} left
+
+	{
+		rdma_snapshot "1 of 2"
+		_rx_trace 1
+		left=$((RDMA_EXPLAIN_GAP * 1000 - (${EPOCHREALTIME/./} - t0) / 1000))
+		((left >= 1000)) || left=1000
+		sleep "$((left / 1000)).$(printf %03d $((left % 1000)))"
+		_rx_trace 0
+		rdma_snapshot "2 of 2, $(((${EPOCHREALTIME/./} - t0) / 100000))00 ms after the first"
+		echo "--- MAD and CM tracepoints between the two (the last 40)"
+		grep -v '^#' /sys/kernel/tracing/trace 2>/dev/null | tail -n 40
+		_rx_self_ping
+		echo "=== guest $KXFER_GUEST: end of the RDMA state"
+	} 2>&1 || true
+}
+
+explain_ask() {
+	[ "$KXFER_GUESTS" = 2 ] && : >"$KXFER_SHARED/explain.$1.$KXFER_GUEST"
+	rdma_explain
+}
+
+explain_serve() {
+	local peer=a deadline
+
+	[ "$KXFER_GUESTS" = 2 ] || return 0
+	on_a && peer=b
+	deadline=$((SECONDS + $(_kx_slow "$2")))
+	while ((SECONDS < deadline)); do
+		if [ -e "$KXFER_SHARED/explain.$1.$peer" ]; then
+			echo "$(printf '%(%T)T') guest $peer asks for this guest's RDMA state ($1):"
+			rdma_explain
+			return 0
+		fi
+		[ -e "$KXFER_SHARED/done.$peer" ] && return 0
+		sleep 0.5
+	done
 }
