@@ -218,7 +218,7 @@ fault_rxe() {
 # NAPI poll list on the connector right after a fault storm), never on
 # 6.1; slub_debug runs did not catch it.  Until that is understood the
 t_fault_storm() {
-	local base slab0 end flaps=0 s t0
+	local base slab0 end flaps=0 s t0 serve
 
 	storm_seed fault_storm
 	SPLATS=$(kernel_splats)
@@ -249,7 +249,20 @@ t_fault_storm() {
 		done
 		storm_say "a: faults injected: link flaps $flaps"
 		barrier st-faults-done 300
-		barrier st-done 400
+		# b asks for a's side if its sessions do not come back (the
+		# dump takes about half a minute: let it end); a says it
+		# anyway if b never comes
+		explain_serve fault_storm 400 &
+		serve=$!
+		defer stop_process $serve
+		barrier st-done 400 || {
+			if [ -e "$KXFER_SHARED/explain.fault_storm.b" ]; then
+				wait $serve || true
+			else
+				rdma_explain
+			fi
+			exit 1
+		}
 		leak_check $base "$slab0"
 		no_new_splats "$SPLATS"
 		return 0
@@ -313,10 +326,11 @@ t_fault_storm() {
 	echo "fault window: $(($(now_ms) - t0)) ms"
 	barrier st-faults-done 300
 
-	# Sessions come back, then the last stream runs to its end.
+	# Sessions come back, then the last stream runs to its end.  If
+	# they do not, both sides say what their RDMA stack sees.
 	t0=$(now_ms)
-	busywait 60000 peer_state pa up
-	busywait 60000 peer_state pa4 up
+	busywait 60000 peer_state pa up || { explain_ask fault_storm; exit 1; }
+	busywait 60000 peer_state pa4 up || { explain_ask fault_storm; exit 1; }
 	storm_say "b: sessions up $(($(now_ms) - t0)) ms after the last fault"
 	busywait 10000 has_rexport pa kvr
 	busywait 10000 has_rexport pa4 kvr
