@@ -85,6 +85,28 @@ expect_error() {
 	return 1
 }
 
+# A link that drops everything a sends is netem's loss, switched with "tc
+# qdisc change" on a netem root that is there from the suite's setup on,
+# before any RDMA traffic: never a qdisc added or deleted under traffic.
+# While a root qdisc is swapped, a transmit meets noop_qdisc and gets
+# NET_XMIT_CN, which 6.12's rxe (not 6.1's) turns into an error of the
+# sending QP, QP1 included: the GSI QP loses its posted receives, the MAD
+# layer moves it back to RTS without new ones, and from then on every CM
+# message to the node is dropped in silence (rxe_net.c, rxe_req.c, mad.c).
+netem_setup() {
+	modprobe sch_netem &&
+		tc qdisc replace dev "$KXFER_NETDEV" root netem loss 0%
+}
+
+# netem_loss PERCENT: a's transmit loss, from now on
+netem_loss() {
+	tc qdisc show dev "$KXFER_NETDEV" root | grep -q '^qdisc netem' || {
+		echo "netem_loss: no netem root qdisc on $KXFER_NETDEV (netem_setup first)"
+		return 1
+	}
+	tc qdisc change dev "$KXFER_NETDEV" root netem loss "$1%"
+}
+
 port_active() {
 	ibv_devinfo -d "$1" 2>/dev/null | grep -q 'state:.*PORT_ACTIVE'
 }

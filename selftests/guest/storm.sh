@@ -224,8 +224,7 @@ t_fault_storm() {
 	SPLATS=$(kernel_splats)
 	base=/tmp/st-baseline
 	if on_a; then
-		modprobe sch_netem
-		defer sh -c "tc qdisc del dev $KXFER_NETDEV root 2>/dev/null || true"
+		defer netem_loss 0
 		# The baseline is b's two sessions (pa, pa4) accepted here.
 		# Sessions of b's connections from before (device_delete
 		# removed b's device) stay until their keepalive ends them:
@@ -242,9 +241,9 @@ t_fault_storm() {
 			((SECONDS < end)) || break
 			s=$((1 + RANDOM % 6))
 			echo "$(date +%T) link down for $s s"
-			tc qdisc add dev "$KXFER_NETDEV" root netem loss 100%
+			netem_loss 100
 			sleep "$s"
-			tc qdisc del dev "$KXFER_NETDEV" root
+			netem_loss 0
 			flaps=$((flaps + 1))
 		done
 		storm_say "a: faults injected: link flaps $flaps"

@@ -26,6 +26,10 @@ KA_TIMEOUT_MS=5000	# the module's default keepalive_timeout_ms
 # --- rig of this suite --------------------------------------------------------
 
 t_setup() {
+	# before any RDMA traffic: faults are netem_loss (common.sh)
+	if on_a; then
+		netem_setup
+	fi
 	kxfer_load node_name="$KXFER_GUEST"
 	if on_a; then
 		kxferctl pool add kv size 16M mode 0666
@@ -443,7 +447,7 @@ t_wrong_port() {
 
 # --- faults ----------------------------------------------------------------------
 
-# a drops every packet it sends for 6 s (netem, 100% loss): to b, a is
+# a drops every packet it sends for 6 s (netem_loss 100, common.sh): to b, a is
 # gone.  b notices within the keepalive bound, reconnects when a returns
 # and learns the exports again.
 #
@@ -457,12 +461,11 @@ t_partition() {
 	local t0 dt
 
 	if on_a; then
-		modprobe sch_netem
 		barrier lf-go
-		tc qdisc add dev "$KXFER_NETDEV" root netem loss 100%
-		defer tc qdisc del dev "$KXFER_NETDEV" root
+		netem_loss 100
+		defer netem_loss 0
 		sleep 6
-		tc qdisc del dev "$KXFER_NETDEV" root
+		netem_loss 0
 		barrier lf-up
 		busywait 30000 peer_state b up
 		return 0
