@@ -93,9 +93,15 @@ expect_error() {
 # sending QP, QP1 included: the GSI QP loses its posted receives, the MAD
 # layer moves it back to RTS without new ones, and from then on every CM
 # message to the node is dropped in silence (rxe_net.c, rxe_req.c, mad.c).
+# netem's queue holds as many packets as fq_codel's, the guests' default
+# root qdisc, would: a full queue refuses with NET_XMIT_DROP, which 6.12's
+# rxe takes as fatal as well.
+NETEM_LIMIT=10240
+
 netem_setup() {
 	modprobe sch_netem &&
-		tc qdisc replace dev "$KXFER_NETDEV" root netem loss 0%
+		tc qdisc replace dev "$KXFER_NETDEV" root netem \
+			limit "$NETEM_LIMIT" loss 0%
 }
 
 # netem_loss PERCENT: a's transmit loss, from now on
@@ -104,7 +110,8 @@ netem_loss() {
 		echo "netem_loss: no netem root qdisc on $KXFER_NETDEV (netem_setup first)"
 		return 1
 	}
-	tc qdisc change dev "$KXFER_NETDEV" root netem loss "$1%"
+	tc qdisc change dev "$KXFER_NETDEV" root netem \
+		limit "$NETEM_LIMIT" loss "$1%"
 }
 
 port_active() {
