@@ -85,18 +85,26 @@ expect_error() {
 	return 1
 }
 
-# A link that drops everything a sends is netem's loss, switched with "tc
-# qdisc change" on a netem root that is there from the suite's setup on,
-# before any RDMA traffic: never a qdisc added or deleted under traffic.
+# Both guests' root qdisc is netem (loss 0%) from suite-2's setup on,
+# before any RDMA traffic.  A link that drops everything a sends is
+# netem's loss, switched with "tc qdisc change": never a qdisc added or
+# deleted under traffic.
 # While a root qdisc is swapped, a transmit meets noop_qdisc and gets
 # NET_XMIT_CN, which 6.12's rxe (not 6.1's) turns into an error of the
 # sending QP, QP1 included: the GSI QP loses its posted receives, the MAD
 # layer moves it back to RTS without new ones, and from then on every CM
 # message to the node is dropped in silence (rxe_net.c, rxe_req.c, mad.c).
-# netem's queue holds as many packets as fq_codel's, the guests' default
-# root qdisc, would: a full queue refuses with NET_XMIT_DROP, which 6.12's
-# rxe takes as fatal as well.
-NETEM_LIMIT=10240
+# RoCE runs on a lossless fabric (PFC pauses a sender rather than drop),
+# and rxe on these kernels takes loss badly: a full queue refuses with
+# NET_XMIT_DROP, fatal to the sending QP on 6.12 and a dropped packet on
+# 6.1 ("Failed sending ACK"), and once, on 6.1, packets lost during a
+# READ readback ended in rxe's completer reaching COMPST_ERROR with the
+# WQE's status still IB_WC_SUCCESS (WARN_ON_ONCE, rxe_comp.c:756): the
+# READ completed successfully without part of its data.  So netem's
+# queue is deep, deeper than any burst the suite makes (rxe's responder
+# sends a whole READ's response at once), and it has no AQM to drop
+# from it, as the guests' default fq_codel has.
+NETEM_LIMIT=32768
 
 netem_setup() {
 	modprobe sch_netem &&

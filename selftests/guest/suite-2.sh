@@ -26,10 +26,9 @@ KA_TIMEOUT_MS=5000	# the module's default keepalive_timeout_ms
 # --- rig of this suite --------------------------------------------------------
 
 t_setup() {
-	# before any RDMA traffic: faults are netem_loss (common.sh)
-	if on_a; then
-		netem_setup
-	fi
+	# before any RDMA traffic: a deep queue without AQM; faults are
+	# netem_loss (common.sh)
+	netem_setup
 	kxfer_load node_name="$KXFER_GUEST"
 	if on_a; then
 		kxferctl pool add kv size 16M mode 0666
