@@ -85,41 +85,33 @@ expect_error() {
 	return 1
 }
 
-# Both guests' root qdisc is netem (loss 0%) from suite-2's setup on,
-# before any RDMA traffic.  A link that drops everything a sends is
-# netem's loss, switched with "tc qdisc change": never a qdisc added or
-# deleted under traffic.
-# While a root qdisc is swapped, a transmit meets noop_qdisc and gets
-# NET_XMIT_CN, which 6.12's rxe (not 6.1's) turns into an error of the
-# sending QP, QP1 included: the GSI QP loses its posted receives, the MAD
-# layer moves it back to RTS without new ones, and from then on every CM
-# message to the node is dropped in silence (rxe_net.c, rxe_req.c, mad.c).
-# RoCE runs on a lossless fabric (PFC pauses a sender rather than drop),
-# and rxe on these kernels takes loss badly: a full queue refuses with
-# NET_XMIT_DROP, fatal to the sending QP on 6.12 and a dropped packet on
-# 6.1 ("Failed sending ACK"), and once, on 6.1, packets lost during a
-# READ readback ended in rxe's completer reaching COMPST_ERROR with the
-# WQE's status still IB_WC_SUCCESS (WARN_ON_ONCE, rxe_comp.c:756): the
-# READ completed successfully without part of its data.  So netem's
-# queue is deep, deeper than any burst the suite makes (rxe's responder
-# sends a whole READ's response at once), and it has no AQM to drop
-# from it, as the guests' default fq_codel has.
-NETEM_LIMIT=32768
-
-netem_setup() {
-	modprobe sch_netem &&
-		tc qdisc replace dev "$KXFER_NETDEV" root netem \
-			limit "$NETEM_LIMIT" loss 0%
+# A link that drops everything a sends is a matchall filter on the test
+# netdev's egress (clsact, added in suite-2's setup before any RDMA
+# traffic) whose action, "trap", consumes each packet and tells the
+# sender it went: the root qdisc (fq_codel) is never swapped and no
+# transmit is refused.  While a root qdisc is swapped (tc qdisc add/del,
+# as this used to do with netem) a transmit meets noop_qdisc and gets
+# NET_XMIT_CN; "drop" (TC_ACT_SHOT) gives NET_XMIT_DROP.  6.12's rxe (not
+# 6.1's) turns either into an error of the sending QP, QP1 included: the
+# GSI QP loses its posted receives, the MAD layer moves it back to RTS
+# without new ones, and from then on every CM message to the node is
+# dropped in silence (rxe_net.c rxe_send(), rxe_req.c, core/mad.c).
+link_setup() {
+	modprobe -a sch_ingress cls_matchall act_gact &&
+		tc qdisc replace dev "$KXFER_NETDEV" clsact
 }
 
-# netem_loss PERCENT: a's transmit loss, from now on
-netem_loss() {
-	tc qdisc show dev "$KXFER_NETDEV" root | grep -q '^qdisc netem' || {
-		echo "netem_loss: no netem root qdisc on $KXFER_NETDEV (netem_setup first)"
-		return 1
-	}
-	tc qdisc change dev "$KXFER_NETDEV" root netem \
-		limit "$NETEM_LIMIT" loss "$1%"
+# link_drop on|off: a's transmits vanish from now on, or go again
+link_drop() {
+	case $1 in
+	on)
+		tc filter add dev "$KXFER_NETDEV" egress pref 7 matchall \
+			action trap
+		;;
+	off)
+		tc filter del dev "$KXFER_NETDEV" egress pref 7 2>/dev/null || true
+		;;
+	esac
 }
 
 port_active() {

@@ -224,7 +224,7 @@ t_fault_storm() {
 	SPLATS=$(kernel_splats)
 	base=/tmp/st-baseline
 	if on_a; then
-		defer netem_loss 0
+		defer link_drop off
 		# The baseline is b's two sessions (pa, pa4) accepted here.
 		# Sessions of b's connections from before (device_delete
 		# removed b's device) stay until their keepalive ends them:
@@ -241,9 +241,9 @@ t_fault_storm() {
 			((SECONDS < end)) || break
 			s=$((1 + RANDOM % 6))
 			echo "$(date +%T) link down for $s s"
-			netem_loss 100
+			link_drop on
 			sleep "$s"
-			netem_loss 0
+			link_drop off
 			flaps=$((flaps + 1))
 		done
 		storm_say "a: faults injected: link flaps $flaps"

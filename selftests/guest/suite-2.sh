@@ -26,9 +26,10 @@ KA_TIMEOUT_MS=5000	# the module's default keepalive_timeout_ms
 # --- rig of this suite --------------------------------------------------------
 
 t_setup() {
-	# before any RDMA traffic: a deep queue without AQM; faults are
-	# netem_loss (common.sh)
-	netem_setup
+	# before any RDMA traffic: link faults are link_drop (common.sh)
+	if on_a; then
+		link_setup
+	fi
 	kxfer_load node_name="$KXFER_GUEST"
 	if on_a; then
 		kxferctl pool add kv size 16M mode 0666
@@ -446,7 +447,7 @@ t_wrong_port() {
 
 # --- faults ----------------------------------------------------------------------
 
-# a drops every packet it sends for 6 s (netem_loss 100, common.sh): to b, a is
+# a drops every packet it sends for 6 s (link_drop, common.sh): to b, a is
 # gone.  b notices within the keepalive bound, reconnects when a returns
 # and learns the exports again.
 #
@@ -461,10 +462,10 @@ t_partition() {
 
 	if on_a; then
 		barrier lf-go
-		netem_loss 100
-		defer netem_loss 0
+		link_drop on
+		defer link_drop off
 		sleep 6
-		netem_loss 0
+		link_drop off
 		barrier lf-up
 		busywait 30000 peer_state b up
 		return 0
