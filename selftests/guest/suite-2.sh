@@ -422,6 +422,10 @@ t_not_allowed() {
 	barrier na-done
 }
 
+wp_reconnects_above() {
+	[ "$(peer_json pwp | jq '.[0].reconnects')" -gt "$1" ]
+}
+
 t_wrong_port() {
 	local n0 n1 logs
 
@@ -431,12 +435,15 @@ t_wrong_port() {
 	fi
 	n0=$(dmesg | grep -c 'peer pwp' || true)
 	kxferctl peer add pwp "$A" port 7999
+	defer sh -c 'kxferctl peer del pwp 2>/dev/null || true'
 	sleep 4
 	peer_json pwp
 	peer_json pwp | jq -e '.[0].state != "up" and .[0].reconnects >= 2' >/dev/null
 	n1=$(peer_json pwp | jq .[0].reconnects)
-	sleep 2
-	[ "$(peer_json pwp | jq .[0].reconnects)" -gt "$n1" ]
+	# It keeps retrying.  The backoff doubles from 100 ms up to
+	# reconnect_max_ms (5 s), +-25 %: after 4 s of attempts the next one
+	# may be 4 s away; 15 s bounds that and the attempt itself.
+	busywait 15000 wp_reconnects_above "$n1"
 	# Retries with backoff, without a log line per attempt.
 	logs=$(($(dmesg | grep -c 'peer pwp' || true) - n0))
 	echo "log lines for pwp: $logs"
