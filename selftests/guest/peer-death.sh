@@ -139,7 +139,12 @@ t_kill_busy() {
 
 	on_a || victim
 	slab0=$(slab_kb)
-	storm -N -d 15 -T 2 -w 60 -s "$RANDOM" -R 0 -S 1M -L 2M b kb pd \
+	# Long enough to be running at the kill: a is one vCPU, and with the
+	# storm's threads and (on 6.12) rxe's kworkers busy on it, this
+	# script's own steps to the kill (busywait, barrier, killed) took
+	# over 15 s once, and the stream had ended by then.  After the kill
+	# the rest of it is refused (ENOTCONN) until it ends.
+	storm -N -d 40 -T 2 -w 60 -s "$RANDOM" -R 0 -S 1M -L 2M b kb pd \
 		>/tmp/kb-storm 2>&1 &
 	local st=$!
 	defer stop_process $st
