@@ -165,23 +165,32 @@ static long kxfer_ioc_pool_attach(struct kxfer_file *kf, void __user *uarg)
 	pool = kxfer_pool_use(a.name);
 	if (IS_ERR(pool))
 		return PTR_ERR(pool);
-
+	/*
+	 * Once in the table, the attachment is the file's: a DETACH of the
+	 * handle (guessed) may end it before the caller is told.  Hold the
+	 * pool until then.
+	 */
+	kref_get(&pool->kp_ref);
 	ret = xa_alloc(&kf->kf_pools, &handle, pool,
 		       XA_LIMIT(1, kxfer_max_pools_per_fd), GFP_KERNEL);
 	if (ret) {
 		kxfer_pool_unuse(pool);
-		return ret == -EBUSY ? -EMFILE : ret;
+		ret = ret == -EBUSY ? -EMFILE : ret;
+		goto out_put;
 	}
 
 	a.handle = handle;
 	a.size = pool->kp_size;
 	a.mmap_offset = (u64)handle << KXFER_MMAP_WINDOW_SHIFT;
 	if (copy_to_user(uarg, &a, sizeof(a))) {
-		if (xa_erase(&kf->kf_pools, handle) == pool)
+		/* unless that DETACH ended it already */
+		if (xa_cmpxchg(&kf->kf_pools, handle, pool, NULL, 0) == pool)
 			kxfer_pool_unuse(pool);
-		return -EFAULT;
+		ret = -EFAULT;
 	}
-	return 0;
+out_put:
+	kxfer_pool_put(pool);
+	return ret;
 }
 
 static long kxfer_ioc_pool_detach(struct kxfer_file *kf, void __user *uarg)
@@ -195,7 +204,17 @@ static long kxfer_ioc_pool_detach(struct kxfer_file *kf, void __user *uarg)
 		return -EINVAL;
 	if (!d.handle)
 		return -ENOENT;
-	pool = xa_erase(&kf->kf_pools, d.handle);
+	/*
+	 * A handle that POOL_USER or POOL_DMABUF reserved and still fills
+	 * holds no pool yet: ENOENT, and the reservation stays (an erase
+	 * would free the index for another pool, which the filling then
+	 * overwrote).
+	 */
+	xa_lock(&kf->kf_pools);
+	pool = xa_load(&kf->kf_pools, d.handle);
+	if (pool)
+		__xa_erase(&kf->kf_pools, d.handle);
+	xa_unlock(&kf->kf_pools);
 	if (!pool)
 		return -ENOENT;
 	/* Completed jobs drop their holds first: see post.c. */

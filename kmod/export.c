@@ -84,12 +84,12 @@ int kxfer_export_create(const struct kxfer_export_args *args,
 	}
 	if (pool_name) {
 		list_for_each_entry(pool, &kxfer_pools, kp_node)
-			if (!pool->kp_deleted &&
+			if (!pool->kp_deleted && !pool->kp_disowned &&
 			    !strcmp(pool->kp_name, pool_name))
 				break;
 		if (list_entry_is_head(pool, &kxfer_pools, kp_node))
 			pool = NULL;
-	} else if (pool->kp_deleted) {
+	} else if (pool->kp_deleted || pool->kp_disowned) {
 		pool = NULL;
 	}
 	if (!pool) {

@@ -178,6 +178,7 @@ struct kxfer_pool {
 	unsigned int		kp_users;
 	unsigned int		kp_nexports;
 	bool			kp_deleted;
+	bool			kp_disowned;	/* its owner ended it: no new export */
 	u64			kp_alloc_ns;
 	struct mutex		kp_map_lock;	/* protects kp_maps */
 	struct list_head	kp_maps;

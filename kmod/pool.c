@@ -659,12 +659,22 @@ void kxfer_pool_unuse(struct kxfer_pool *pool)
  * kxfer_pool_disown - end a pool over a process's memory
  * @pool: a USER or DMABUF pool, whose owner's attachment is gone
  *
- * Its exports are withdrawn first (LOCAL_INV on every session, before
- * this returns), then the pool leaves the namespace.  The memory is
- * given back when jobs in flight drop their references.  May sleep.
+ * No export is made of it any more; its exports are withdrawn (LOCAL_INV
+ * on every session, before this returns), then the pool leaves the
+ * namespace and monitors are told.  The memory is given back when jobs in
+ * flight drop their references.  May sleep.
  */
 void kxfer_pool_disown(struct kxfer_pool *pool)
 {
+	/*
+	 * kxfer_export_create() refuses a disowned pool under the mutex: an
+	 * EXPORT_ADD that found the pool in its file before the owner ended
+	 * it cannot make an export after the withdrawal below.  The name
+	 * stays taken until the pool leaves the namespace after it.
+	 */
+	mutex_lock(&kxfer_obj_mutex);
+	pool->kp_disowned = true;
+	mutex_unlock(&kxfer_obj_mutex);
 	kxfer_exports_withdraw_pool(pool);
 	mutex_lock(&kxfer_obj_mutex);
 	pool->kp_deleted = true;

@@ -276,7 +276,8 @@ static void kxfer_upool_own(struct kxfer_pool *pool, struct kxfer_file *kf)
 /*
  * Publish a built pool and give it to its file as an attachment.  The
  * handle is reserved first, so that a full file leaves nothing behind;
- * it is filled only once the pool is complete and in the namespace.
+ * it is filled only once the pool is complete and in the namespace.  On
+ * success the caller holds a reference of its own, to put when done.
  */
 static int kxfer_upool_attach(struct kxfer_file *kf, struct kxfer_pool *pool,
 			      u32 *handle)
@@ -292,19 +293,27 @@ static int kxfer_upool_attach(struct kxfer_file *kf, struct kxfer_pool *pool,
 	kref_get(&pool->kp_ref);
 	ret = kxfer_pool_publish(pool, NULL);
 	if (ret) {
-		xa_erase(&kf->kf_pools, *handle);
+		xa_release(&kf->kf_pools, *handle);
 		return ret;
 	}
+	/*
+	 * The caller's hold, taken before the handle is filled: from then on
+	 * a DETACH of it (guessed) may end the pool.  Nobody else removes a
+	 * reservation: the store needs no memory.
+	 */
+	kref_get(&pool->kp_ref);
 	xa_store(&kf->kf_pools, *handle, pool, GFP_KERNEL);
 	return 0;
 }
 
-/* End a pool a file made but could not tell the caller about. */
-static void kxfer_upool_undo(struct kxfer_file *kf, u32 handle)
+/*
+ * End a pool a file made but could not tell the caller about, unless a
+ * DETACH of its handle (guessed) ended it already.  The caller holds it.
+ */
+static void kxfer_upool_undo(struct kxfer_file *kf, u32 handle,
+			     struct kxfer_pool *pool)
 {
-	struct kxfer_pool *pool = xa_erase(&kf->kf_pools, handle);
-
-	if (!pool)
+	if (xa_cmpxchg(&kf->kf_pools, handle, pool, NULL, 0) != pool)
 		return;
 	kxfer_pool_disown(pool);
 	kxfer_pool_unuse(pool);
@@ -325,11 +334,13 @@ static long kxfer_upool_give(struct kxfer_file *kf, struct kxfer_pool *pool,
 		kxfer_pool_free_new(pool);
 		return ret;
 	}
+	/* kxfer_upool_attach() gave us a hold for this. */
 	if (copy_to_user(uarg, arg, len)) {
-		kxfer_upool_undo(kf, *handle);
-		return -EFAULT;
+		kxfer_upool_undo(kf, *handle, pool);
+		ret = -EFAULT;
 	}
-	return 0;
+	kxfer_pool_put(pool);
+	return ret;
 }
 
 /**

@@ -16,7 +16,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -840,6 +842,153 @@ TEST_F(upool, owner_exit_with_jobs_in_flight)
 	EXPECT_EQ(0, remote_wait(self->fd, self->peer, SRC_EXPORT, &r));
 	close(hold[1]);
 	close(ready[0]);
+}
+
+/*
+ * EXPORT_ADD racing the pool's end (DETACH) on one file: the export is
+ * made before the pool ends, and withdrawn with it, or refused; never
+ * left behind over a pool that is gone, holding the owner's pages.
+ */
+struct export_racer {
+	_Atomic uint32_t handle;	/* 0: stop */
+	_Atomic int round;		/* bumped when handle is set */
+	_Atomic int done;		/* the round the racer ended */
+	int fd;
+};
+
+static void *export_race(void *arg)
+{
+	struct export_racer *x = arg;
+	int seen = 0, round;
+	uint32_t h;
+
+	for (;;) {
+		while ((round = atomic_load(&x->round)) == seen)
+			;
+		seen = round;
+		h = atomic_load(&x->handle);
+		if (!h)
+			return NULL;
+		/* until the pool is gone from the file */
+		while (export_add(x->fd, "urace-x", h, 0, PG,
+				  KXFER_ACCESS_READ) != -ENOENT)
+			;
+		atomic_store(&x->done, round);
+	}
+}
+
+TEST_F(upool, export_add_races_detach)
+{
+	struct export_racer x = { .fd = self->fd };
+	uint8_t *buf = map_anon(4 * PG);
+	int i, left = 0, rounds = 0;
+	uint64_t end = now_ms() + 8000;
+	pthread_t t;
+	uint32_t h;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, pthread_create(&t, NULL, export_race, &x));
+	for (i = 0; i < 2000 && now_ms() < end; i++, rounds++) {
+		ASSERT_EQ(0, reg_user(self->fd, "urace", buf, 4 * PG, &h));
+		atomic_store(&x.handle, h);
+		atomic_fetch_add(&x.round, 1);
+		/* let the racer in, sometimes before, sometimes after */
+		if (i & 1)
+			usleep(i % 7 * 10);
+		ASSERT_EQ(0, detach(self->fd, h));
+		/* the racer stops at ENOENT; then no export is left */
+		while (atomic_load(&x.done) != atomic_load(&x.round))
+			;
+		if (!export_del(self->fd, "urace-x"))
+			left++;
+	}
+	atomic_store(&x.handle, 0);
+	atomic_fetch_add(&x.round, 1);
+	pthread_join(t, NULL);
+	TH_LOG("%d rounds, %d exports left over an ended pool", rounds, left);
+	EXPECT_EQ(0, left);
+	EXPECT_EQ(0, vm_pin_kb());
+	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
+	munmap(buf, 4 * PG);
+}
+
+/*
+ * POOL_USER filling a handle it reserved while another thread DETACHes
+ * every handle and POOL_ATTACHes a kernel pool into the freed ones: a
+ * reserved handle is no pool (ENOENT) and stays reserved, so that no
+ * attachment overwrites another.  Once the file is closed, no user pool
+ * is left and the kernel pool counts the users it had.
+ */
+struct handle_racer {
+	_Atomic int stop;
+	int fd;
+	int attached;
+};
+
+static void *detach_attach_race(void *arg)
+{
+	struct handle_racer *x = arg;
+	struct kxfer_pool_attach a;
+	uint32_t h;
+
+	while (!atomic_load(&x->stop)) {
+		for (h = 1; h <= 8; h++)
+			detach(x->fd, h);
+		memset(&a, 0, sizeof(a));
+		strcpy(a.name, SRC_POOL);
+		if (!ioctl(x->fd, KXFER_IOC_POOL_ATTACH, &a))
+			x->attached++;
+	}
+	return NULL;
+}
+
+static int pool_users(const char *pool)
+{
+	char cmd[128];
+	int n = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		 "kxferctl -j pool show %s | jq '.[0].attach_count'", pool);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &n) != 1)
+		n = -1;
+	pclose(f);
+	return n;
+}
+
+TEST_F(upool, pool_user_races_detach)
+{
+	struct handle_racer x = { 0 };
+	uint8_t *buf = map_anon(4 * PG);
+	uint64_t end = now_ms() + 6000;
+	int users0 = pool_users(SRC_POOL), made = 0, i;
+	pthread_t t;
+	char name[32];
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_LT(0, users0);
+	x.fd = open("/dev/kxfer", O_RDWR);
+	ASSERT_LE(0, x.fd);
+	ASSERT_EQ(0, pthread_create(&t, NULL, detach_attach_race, &x));
+	for (i = 0; i < 3000 && now_ms() < end; i++) {
+		snprintf(name, sizeof(name), "urace.%d", i);
+		if (!reg_user(x.fd, name, buf, 4 * PG, NULL))
+			made++;
+	}
+	atomic_store(&x.stop, 1);
+	pthread_join(t, NULL);
+	TH_LOG("%d user pools made, %d attachments", made, x.attached);
+	EXPECT_LT(0, made);
+	close(x.fd);
+	EXPECT_EQ(0, vm_pin_kb());
+	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
+	EXPECT_EQ(0, run("kxferctl -j pool show | %s >/dev/null",
+			 "jq -e 'map(select(.kind != \"kernel\")) | length == 0'"));
+	EXPECT_EQ(users0, pool_users(SRC_POOL));
+	munmap(buf, 4 * PG);
 }
 
 /* ---------------------------------------------------------------------- */
