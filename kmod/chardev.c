@@ -318,9 +318,25 @@ static int kxfer_mmap(struct file *filp, struct vm_area_struct *vma)
 	/* A process's own memory is mapped by that process already. */
 	if (pool->kp_kind != KXFER_POOL_KIND_KERNEL ||
 	    off >= pool->kp_size || len > pool->kp_size - off) {
-		ret = -EINVAL;
-		goto out_put;
+		kxfer_pool_put(pool);
+		return -EINVAL;
 	}
+
+	/*
+	 * Count the user before a page is mapped, and not for a pool that
+	 * was deleted: a DETACH on another thread may have ended the
+	 * attachment that let us find it, and "pool del" refuses a pool
+	 * only while it is counted.  The reference taken above becomes the
+	 * mapping's.
+	 */
+	mutex_lock(&kxfer_obj_mutex);
+	if (pool->kp_deleted) {
+		mutex_unlock(&kxfer_obj_mutex);
+		kxfer_pool_put(pool);
+		return -ENXIO;
+	}
+	pool->kp_users++;
+	mutex_unlock(&kxfer_obj_mutex);
 
 	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	for (addr = vma->vm_start; addr < vma->vm_end;
@@ -330,21 +346,16 @@ static int kxfer_mmap(struct file *filp, struct vm_area_struct *vma)
 		ret = vm_insert_page(vma, addr,
 				     nth_page(c->kc_page,
 					      (off - c->kc_off) >> PAGE_SHIFT));
-		if (ret)
-			goto out_put;
+		if (ret) {
+			/* mmap_region() unmaps what was inserted */
+			kxfer_pool_unuse(pool);
+			return ret;
+		}
 	}
 
 	vma->vm_private_data = pool;
 	vma->vm_ops = &kxfer_vm_ops;
-	/* Count the user; the reference taken above becomes the mapping's. */
-	mutex_lock(&kxfer_obj_mutex);
-	pool->kp_users++;
-	mutex_unlock(&kxfer_obj_mutex);
 	return 0;
-
-out_put:
-	kxfer_pool_put(pool);
-	return ret;
 }
 
 static __poll_t kxfer_poll(struct file *filp, poll_table *wait)

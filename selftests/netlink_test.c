@@ -10,10 +10,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nl.h"
@@ -605,6 +608,100 @@ TEST_F(nl, unprivileged_pool_del)
 	}
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));
 	EXPECT_EQ(EPERM, WEXITSTATUS(st));
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+}
+
+struct map_racer {
+	pthread_barrier_t go;
+	int fd;
+	uint64_t off;
+	size_t len;
+	void *p;
+	int err;
+};
+
+static void *map_pool(void *arg)
+{
+	struct map_racer *m = arg;
+
+	pthread_barrier_wait(&m->go);
+	m->p = mmap(NULL, m->len, PROT_READ, MAP_SHARED, m->fd, m->off);
+	m->err = m->p == MAP_FAILED ? errno : 0;
+	return NULL;
+}
+
+/*
+ * "pool del" refuses a pool a process maps, also while the mapping is
+ * being made and the attachment it was found through is DETACHed on
+ * another thread: the mapping counts as a user before its first page goes
+ * in (16 MiB: thousands of pages, a wide window), and a pool deleted first
+ * is not mapped.
+ */
+TEST_F(nl, pool_del_races_mmap)
+{
+	const size_t len = 16 << 20;
+	int fd, rounds = 0, mapped = 0, refused = 0, del_mapped = 0, ret;
+	uint64_t end = now_ms() + 6000;
+	struct kxfer_pool_attach a;
+	struct kxfer_pool_detach d;
+	char name[KXFER_NAME_MAX];
+	struct map_racer m;
+	pthread_t t;
+
+	fd = open("/dev/kxfer", O_RDWR);
+	ASSERT_LE(0, fd);
+	snprintf(name, sizeof(name), "nm%d", getpid());
+	while (rounds < 400 && now_ms() < end) {
+		ASSERT_EQ(0, pool_new(&self->nl, name, len));
+		memset(&a, 0, sizeof(a));
+		strcpy(a.name, name);
+		if (ioctl(fd, KXFER_IOC_POOL_ATTACH, &a)) {
+			EXPECT_EQ(0, errno);
+			pool_del(&self->nl, name);
+			break;
+		}
+		memset(&m, 0, sizeof(m));
+		m.fd = fd;
+		m.off = a.mmap_offset;
+		m.len = len;
+		pthread_barrier_init(&m.go, NULL, 2);
+		ASSERT_EQ(0, pthread_create(&t, NULL, map_pool, &m));
+		pthread_barrier_wait(&m.go);
+		/* DETACH early or late in the mapping, round by round */
+		usleep(rounds % 8 * 250);
+		memset(&d, 0, sizeof(d));
+		d.handle = a.handle;
+		EXPECT_EQ(0, ioctl(fd, KXFER_IOC_POOL_DETACH, &d));
+		ret = pool_del(&self->nl, name);
+		pthread_join(t, NULL);
+		pthread_barrier_destroy(&m.go);
+		if (!m.err) {
+			mapped++;
+			del_mapped += !ret;
+			munmap(m.p, len);
+		} else {
+			EXPECT_EQ(ENXIO, m.err);
+		}
+		if (ret) {
+			EXPECT_EQ(-EBUSY, ret);
+			refused++;
+			/* the mapping is gone: nothing holds the pool now */
+			EXPECT_EQ(0, pool_del(&self->nl, name));
+		}
+		rounds++;
+	}
+	TH_LOG("%d rounds: %d mapped, %d deletions refused, %d while mapped",
+	       rounds, mapped, refused, del_mapped);
+	EXPECT_EQ(0, del_mapped);
+	EXPECT_LT(0, mapped);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN
