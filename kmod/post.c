@@ -27,7 +27,8 @@ static void kxfer_job_free_work(struct work_struct *work)
 		if (job->j_pool)
 			kxfer_pool_put(job->j_pool);
 		kfree(job->j_msg);
-		kxfer_session_put(job->j_sess);
+		if (job->j_sess)
+			kxfer_session_put(job->j_sess);
 		atomic_dec(&job->j_file->kf_freeing);
 		kxfer_file_put(job->j_file);
 		kvfree(job);
@@ -35,6 +36,37 @@ static void kxfer_job_free_work(struct work_struct *work)
 }
 
 static DECLARE_WORK(kxfer_job_free, kxfer_job_free_work);
+
+/*
+ * Free an ended job where it ended, in whatever context that is, when none
+ * of its references is the last one (the releases of pools, sessions and
+ * files may sleep): most jobs, which then cost no kworker wake-up.
+ * Returns false, with what is left to drop still in the job (j_pool,
+ * j_sess set), for the free work to finish.
+ */
+static bool kxfer_job_free_now(struct kxfer_task *job)
+{
+	if (is_vmalloc_addr(job))
+		return false;
+	if (job->j_pool) {
+		if (!refcount_dec_not_one(&job->j_pool->kp_ref.refcount))
+			return false;
+		job->j_pool = NULL;
+	}
+	if (!refcount_dec_not_one(&job->j_sess->s_ref.refcount))
+		return false;
+	job->j_sess = NULL;
+	/* After the pool's hold: see kxfer_file_jobs_settle(). */
+	atomic_dec(&job->j_file->kf_freeing);
+	if (!refcount_dec_not_one(&job->j_file->kf_ref.refcount)) {
+		/* The work drops kf_freeing again: take it back. */
+		atomic_inc(&job->j_file->kf_freeing);
+		return false;
+	}
+	kfree(job->j_msg);
+	kfree(job);
+	return true;
+}
 
 static int kxfer_wc_errno(enum ib_wc_status st)
 {
@@ -145,7 +177,8 @@ void kxfer_job_post(struct kxfer_task *job)
 	if (pool)
 		kxfer_pool_job_end(pool);
 
-	if (llist_add(&job->j_free, &kxfer_job_free_list))
+	if (!kxfer_job_free_now(job) &&
+	    llist_add(&job->j_free, &kxfer_job_free_list))
 		queue_work(kxfer_wq, &kxfer_job_free);
 }
 
@@ -626,7 +659,8 @@ void kxfer_jobs_flush(void)
  * @kf: the file
  *
  * A job's event is posted before its holds on the pool and the session
- * are dropped, in process context by the free work.  A caller who reaped
+ * are dropped, right after it or, when one is the last, by the free work
+ * in process context (kxfer_job_free_now()).  A caller who reaped
  * every event and detaches a pool expects its memory released when
  * DETACH returns: wait, a second at most (the free work of other
  * threads' jobs could keep the count up), until those holds are gone.
