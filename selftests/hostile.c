@@ -368,7 +368,12 @@ static uint64_t rand64(void)
 	       (uint64_t)random();
 }
 
-/* Values that look like kernel addresses: the upper canonical half. */
+/*
+ * Values that look like kernel addresses: the upper canonical half.  Every
+ * 8-byte window is looked at, so random bytes match one window in 2^17:
+ * fields that are random by design (a's nonce, its MAC) are blanked by the
+ * caller with scan_pointers_but().
+ */
 static void scan_pointers(const void *buf, size_t len, const char *what)
 {
 	const uint8_t *p = buf;
@@ -385,6 +390,23 @@ static void scan_pointers(const void *buf, size_t len, const char *what)
 			    what, i, i + 7, v);
 		}
 	}
+}
+
+/* scan_pointers() of @buf with @skip_len bytes from @skip_off taken as 0 */
+static void scan_pointers_but(const void *buf, size_t len, size_t skip_off,
+			      size_t skip_len, const char *what)
+{
+	uint8_t copy[MSG_SIZE];
+
+	if (!buf || len > sizeof(copy)) {
+		scan_pointers(buf, len, what);
+		return;
+	}
+	memcpy(copy, buf, len);
+	if (skip_off < len)
+		memset(copy + skip_off, 0,
+		       skip_len < len - skip_off ? skip_len : len - skip_off);
+	scan_pointers(copy, len, what);
 }
 
 static __printf(2, 3) void violation(struct sess *s, const char *fmt, ...)
@@ -599,7 +621,8 @@ static void check_accept(struct sess *s, struct rdma_cm_event *ev)
 	unsigned int len = ev->param.conn.private_data_len;
 	unsigned int need = offsetof(struct wire_accept, nonce);
 
-	scan_pointers(wa, len, "accept private data");
+	scan_pointers_but(wa, len, offsetof(struct wire_accept, nonce),
+			  sizeof(wa->nonce), "accept private data");
 	if (!wa || len < need || le32toh(wa->magic) != WIRE_MAGIC ||
 	    le16toh(wa->version) != WIRE_VERSION || !name_ok(wa->node)) {
 		violation(s, "bad accept private data (%u bytes)", len);
@@ -826,7 +849,11 @@ static void rx_msg(struct sess *s, const uint8_t *p, unsigned int len)
 	const struct msg_hdr *h = (const void *)p;
 	unsigned int want = 0;
 
-	scan_pointers(p, len, "control message");
+	if (len >= sizeof(*h) && h->type == MSG_AUTH_REPLY)
+		scan_pointers_but(p, len, offsetof(struct msg_auth_reply, mac),
+				  MAC_LEN, "control message");
+	else
+		scan_pointers(p, len, "control message");
 	if (len < sizeof(*h) || len > MSG_SIZE) {
 		violation(s, "message of %u bytes", len);
 		return;
@@ -2369,10 +2396,17 @@ static int auth_connect(struct sess *s, const char *node)
 	return 0;
 }
 
+/*
+ * How long a may take to answer, or to end a session, in the auth cases: it
+ * takes milliseconds (a second where it delays a failure on purpose), but a
+ * guest on a loaded host may not run for seconds.
+ */
+#define AUTH_WAIT_MS	20000
+
 /* Wait for a's answer to a challenge: its REPLY or its AUTH_FAIL. */
 static int auth_wait(struct sess *s)
 {
-	if (!pump(s, 8000, auth_answered) || (!s->got_reply && !s->got_fail)) {
+	if (!pump(s, AUTH_WAIT_MS, auth_answered) || (!s->got_reply && !s->got_fail)) {
 		say("  %s: no answer to the challenge\n", s->node);
 		return -1;
 	}
@@ -2399,8 +2433,9 @@ static void auth_expect_end(struct sess *s, const char *name, uint32_t reason,
 {
 	int64_t t0 = now_ms();
 
-	if (!pump(s, 8000, is_disconnected)) {
-		result(name, "FAIL: a did not end the session within 8 s");
+	if (!pump(s, AUTH_WAIT_MS, is_disconnected)) {
+		result(name, "FAIL: a did not end the session within %d s",
+		       AUTH_WAIT_MS / 1000);
 		return;
 	}
 	if (reason && (!s->got_fail || s->fail_reason != reason))
@@ -2458,7 +2493,7 @@ static void a_right(const struct auth_case *ac)
 	}
 	send_msg(&s, MSG_SYNC_DONE, NULL, 0);
 	send_msg(&s, MSG_KEEPALIVE, &stamp, 8);
-	if (!pump(&s, 8000, is_synced))
+	if (!pump(&s, AUTH_WAIT_MS, is_synced))
 		result(ac->name, "FAIL: no export table after the handshake");
 	else if (auth_expect && !list_eq(&s, auth_expect))
 		result(ac->name, "FAIL: wanted exactly %s", auth_expect);
@@ -2607,8 +2642,9 @@ static void a_challenge_twice(const struct auth_case *ac)
 		goto out;
 	}
 	send_challenge(&s, key, ROLE_CONNECTOR, NULL, &c);
-	if (!pump(&s, 8000, is_disconnected))
-		result(ac->name, "FAIL: a did not end the session within 8 s");
+	if (!pump(&s, AUTH_WAIT_MS, is_disconnected))
+		result(ac->name, "FAIL: a did not end the session within %d s",
+		       AUTH_WAIT_MS / 1000);
 	else
 		result(ac->name, "ok, a ended the session");
 	expect_log("kxfer: peer ha-challenge-twice: unexpected authentication message (-71)");
@@ -2679,7 +2715,12 @@ out:
 	sess_close(&s);
 }
 
-/* HELLO, then nothing: a gives up after its handshake timeout (10 s). */
+/*
+ * HELLO, then nothing: a gives up after its handshake timeout (10 s).  The
+ * bound above it is loose (a guest on a loaded host may not run for seconds)
+ * but below the 40 s of a connection attempt, which ends a stalled handshake
+ * too if nothing else does (auth.sh's t_auth_slow_keepalive).
+ */
 static void a_silent(const struct auth_case *ac)
 {
 	struct sess s;
@@ -2690,12 +2731,12 @@ static void a_silent(const struct auth_case *ac)
 		goto out;
 	}
 	/* keepalives are answered by pump(): only the handshake stalls */
-	if (!pump(&s, 16000, is_disconnected)) {
-		result(ac->name, "FAIL: still connected after 16 s");
+	if (!pump(&s, 30000, is_disconnected)) {
+		result(ac->name, "FAIL: still connected after 30 s");
 		goto out;
 	}
 	dt = now_ms() - t0;
-	if (dt >= 9000 && dt <= 14000 && !s.nex && !s.got_reply)
+	if (dt >= 9000 && dt <= 25000 && !s.nex && !s.got_reply)
 		result(ac->name, "ok, a gave up after %" PRId64 " ms", dt);
 	else
 		result(ac->name, "FAIL: a gave up after %" PRId64 " ms, %u exports",
@@ -2770,14 +2811,14 @@ static int cmd_supersede(const char *node, int hold_s)
 	send_hello(&s, F_AUTH);
 	send_challenge(&s, key_len ? key : NULL, ROLE_CONNECTOR, NULL, &c);
 	if (auth_wait(&s) || !auth_reply_ok(&s)) {
-		pump(&s, 8000, is_disconnected);
+		pump(&s, AUTH_WAIT_MS, is_disconnected);
 		result("supersede", "ok, refused: %s",
 		       s.got_fail ? "AUTH_FAIL" : "disconnected");
 		goto out;
 	}
 	send_msg(&s, MSG_SYNC_DONE, NULL, 0);
 	send_msg(&s, MSG_KEEPALIVE, &stamp, 8);
-	if (!pump(&s, 8000, is_synced_only)) {
+	if (!pump(&s, AUTH_WAIT_MS, is_synced_only)) {
 		result("supersede", "FAIL: no export table after the handshake");
 		goto out;
 	}

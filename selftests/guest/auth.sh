@@ -435,7 +435,7 @@ t_auth_hostile() {
 # A stalled handshake ends after its 10 s however long a's keepalive
 # interval is: the session timer wakes for the handshake's deadline, not
 # only to probe.  hostile's "silent" case (HELLO, then nothing) asserts
-# 9 to 14 s; with a probing every 600 s, the attempt's own 40 s deadline
+# 9 to 25 s; with a probing every 600 s, the attempt's own 40 s deadline
 # would come first otherwise.
 t_auth_slow_keepalive() {
 	local rc=0 p=/sys/module/kxfer/parameters
