@@ -133,6 +133,22 @@ require_cmd() {
 	done
 }
 
+# The ERR trap of a test: set -e ends a test at the first command that
+# fails, often a bare [ ] that says nothing; this names it, with its status
+# and where it ran (each function, its file and line, innermost first).
+_kx_err() {
+	local status=$1 cmd=$2 i where=
+
+	# only where set -e is in force: not in a command substitution (bash
+	# does not pass -e into one), where a failure is a result
+	[[ $- == *e* ]] || return 0
+
+	for ((i = 1; i < ${#FUNCNAME[@]}; i++)); do
+		where+=" ${FUNCNAME[i]}(${BASH_SOURCE[i]##*/}:${BASH_LINENO[i - 1]})"
+	done
+	echo "failed: '$cmd' returned $status in$where" >&2
+}
+
 ktest() {
 	local name func log rc=0 finished monitor=+m t0 limit
 
@@ -151,9 +167,10 @@ ktest() {
 	[[ $- == *m* ]] && monitor=-m
 	set -m
 	(
-		set -e -o pipefail
+		set -eE -o pipefail
 		KXFER_DEFER=()
 		trap _kx_defer_run EXIT
+		trap '_kx_err $? "$BASH_COMMAND"' ERR
 		"$func" "$@"
 	) </dev/null >>"$log" 2>&1 &
 	local pid=$!
