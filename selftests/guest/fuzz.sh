@@ -79,7 +79,7 @@ fuzz_objects_del() {
 
 t_fuzz_ioctl() {
 	# (the fuzzer keeps to --time now; it used to run on for as long again)
-	local secs=20 iters=100000 threads=4
+	local secs=20 iters=100000 threads=4 left
 
 	if [ "${KXFER_SOAK:-0}" = 1 ]; then
 		secs=600 iters=100000000 threads=6
@@ -101,8 +101,10 @@ t_fuzz_ioctl() {
 	slowwait 20 fuzz_no_peers
 	# No object is left: the pools and exports are those before, and
 	# none of a process's (the fuzzer's user pools and their exports).
-	[ "$(kxferctl -j pool show | jq 'map(select(.name == "fz0" or .kind != "kernel")) | length')" = 0 ]
-	[ "$(kxferctl -j export show | jq 'map(select((.name | startswith("fz")) or .pid != null)) | length')" = 0 ]
+	left=$(kxferctl -j pool show | jq -c 'map(select(.name == "fz0" or .kind != "kernel"))')
+	[ "$left" = "[]" ] || { echo "pools left: $left"; return 1; }
+	left=$(kxferctl -j export show | jq -c 'map(select((.name | startswith("fz")) or .pid != null))')
+	[ "$left" = "[]" ] || { echo "exports left: $left"; return 1; }
 	# It unloads, and the kernel said nothing bad.
 	rmmod kxfer
 	check_fail grep -q '^kxfer ' /proc/modules

@@ -155,14 +155,17 @@ t_kill_busy() {
 	t0=$(killed 1)
 	echo "$(date +%T.%N) b is killed"
 	kill -0 $st || { echo "the stream ended before the kill:"; cat /tmp/kb-storm; exit 1; }
-	busywait 15000 check_fail peer_state b up
+	busywait $((KA_TIMEOUT_MS + 60000)) check_fail peer_state b up
 	dt=$(($(now_ms) - t0))
 	storm_say "a: session b down $dt ms after b was killed"
 	dmesg | grep 'kxfer: peer b: down' | tail -n 1
 	# keepalive_timeout_ms after the last completion, then the teardown
 	# (drain, deregistration) and this poll, each seconds under TCG: 13.5
-	# s in a clean-clone run beside two other guest runs, so 20 s over
-	[ "$dt" -le $((KA_TIMEOUT_MS + 20000)) ] ||
+	# s in a clean-clone run beside two other guest runs; and a guest may
+	# not run at all for a while as b's QEMU boots again beside it (16 s
+	# once, on a quiet host: "clocksource: Long readout interval" in a's
+	# log, the session down right after), so 40 s over
+	[ "$dt" -le $((KA_TIMEOUT_MS + 40000)) ] ||
 		{ echo "slower than the keepalive bound"; exit 1; }
 	wait $st || rc=$?
 	cat /tmp/kb-storm

@@ -492,7 +492,11 @@ t_partition() {
 	dt=$(($(now_ms) - t0))
 	echo "session down after $dt ms" | tee "$KXFER_OUT/down-time.txt"
 	peer_json pa
-	[ "$dt" -le $((KA_TIMEOUT_MS + 3000)) ] ||
+	# What ended it is checked below (last_error); the bound only tells a
+	# keepalive that fired from one that never did.  From t0 it holds
+	# a's barrier and tc commands (seconds under TCG), the timeout, the
+	# timer's quarter interval and this poll: 8.7 s once on 6.12 in CI.
+	[ "$dt" -le $((KA_TIMEOUT_MS + 10000)) ] ||
 		{ echo "slower than the keepalive bound"; exit 1; }
 	busywait 10000 check_fail kill -0 "$stream"
 	wait "$stream" || rc=$?
