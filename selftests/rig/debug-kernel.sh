@@ -79,6 +79,10 @@ debug_options=(
 	--disable SECURITY_LOCKDOWN_LSM --disable MODULE_DECOMPRESS
 	--enable MODULE_COMPRESS_NONE --disable MODULE_COMPRESS_XZ
 	--disable MODULE_COMPRESS_ZSTD --disable MODULE_COMPRESS_GZIP
+	# 6.12 has no MODULE_COMPRESS_NONE: a bool over the algorithms, whose
+	# choice otherwise falls back to gzip, which Debian 12's kmod cannot
+	# read (built without zlib: "Module virtio_net not found")
+	--disable MODULE_COMPRESS
 	--enable DEBUG_INFO_NONE --disable DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT
 	--disable DEBUG_INFO_DWARF4 --disable DEBUG_INFO_DWARF5
 	--disable DEBUG_INFO_BTF --disable DEBUG_INFO_BTF_MODULES
