@@ -23,6 +23,7 @@
 #include <linux/kxfer.h>
 
 #include "kselftest_harness.h"
+#include "harness_main.h"
 
 #define POOL_SIZE	(4UL << 20)
 #define NOBODY		65534
@@ -511,4 +512,4 @@ TEST_F(kxfer, accounting)
 	EXPECT_EQ(before, mem_used(self->fd));
 }
 
-TEST_HARNESS_MAIN
+KXFER_HARNESS_MAIN

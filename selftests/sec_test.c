@@ -26,6 +26,7 @@
 #include <arpa/inet.h>
 
 #include "kselftest_harness.h"
+#include "harness_main.h"
 #include "nl.h"
 
 #define NOBODY		65534
@@ -442,4 +443,4 @@ TEST_F(sec, no_kernel_address_in_ioctls)
 	EXPECT_EQ(0, scan(&ns, sizeof(ns), "NOTIFY_SUBSCRIBE"));
 }
 
-TEST_HARNESS_MAIN
+KXFER_HARNESS_MAIN

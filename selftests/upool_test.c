@@ -1124,12 +1124,16 @@ static void dmabuf_transfers(struct __test_metadata *_metadata,
 
 /*
  * A kernel without an exporter must be one built without it: its
- * configuration (the headers of the running kernel, which the guest
- * sees through the host's root) says so; anything else fails.
+ * configuration says so (the headers of the running kernel, which the
+ * guest sees through the host's root; for a debug kernel of `make
+ * check-debug`, its build next to the modules, $KXFER_MODROOT/../obj);
+ * anything else fails.
  */
 static int config_lacks(const char *opt)
 {
-	return run("c=/usr/src/linux-headers-$(uname -r)/.config; test -r $c && grep -q '^# %s is not set' $c",
+	return run("c=/usr/src/linux-headers-$(uname -r)/.config; "
+		   "test -r $c || c=${KXFER_MODROOT:-/nonexistent}/../obj/.config; "
+		   "test -r $c && grep -q '^# %s is not set' $c",
 		   opt);
 }
 

@@ -443,7 +443,7 @@ t_auth_slow_keepalive() {
 	if on_a; then
 		echo 600000 >$p/keepalive_timeout_ms
 		echo 600000 >$p/keepalive_ms
-		defer sh -c "echo 1000 >$p/keepalive_ms; echo 5000 >$p/keepalive_timeout_ms"
+		defer sh -c "echo 1000 >$p/keepalive_ms; echo $KXFER_KA_TIMEOUT_MS >$p/keepalive_timeout_ms"
 		barrier ak-ready
 		barrier ak-done 60
 		return 0

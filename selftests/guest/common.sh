@@ -58,9 +58,19 @@ if [ -z "${KXFER_MODULE:-}" ]; then
 	[ -f "$KXFER_MODULE" ] || KXFER_MODULE=$KXFER_TOP/kmod/kxfer.ko
 fi
 
+# The keepalive timeout the suites run with: the module's default (5 s),
+# times KXFER_SLOW on a slow kernel (the sanitizer kernels of make
+# check-debug, KXFER_SLOW=4, where a QP busy with 8 MiB of writes
+# completes them seconds apart under TCG, and a probe waits behind them).
+KXFER_KA_TIMEOUT_MS=$((5000 * ${KXFER_SLOW:-1}))
+
 kxfer_load() {
 	lsmod | grep -q '^kxfer ' && return 0
-	insmod "$KXFER_MODULE" "$@"
+	if [ "${KXFER_SLOW:-1}" -gt 1 ]; then
+		insmod "$KXFER_MODULE" keepalive_timeout_ms="$KXFER_KA_TIMEOUT_MS" "$@"
+	else
+		insmod "$KXFER_MODULE" "$@"
+	fi
 }
 
 expect_status() {

@@ -251,7 +251,7 @@ t_hostile_broken_qp() {
 		defer sh -c 'kxferctl export del hwe 2>/dev/null || true'
 		echo 600000 >$p/keepalive_timeout_ms
 		echo 20000 >$p/keepalive_ms
-		defer sh -c "echo 1000 >$p/keepalive_ms; echo 5000 >$p/keepalive_timeout_ms"
+		defer sh -c "echo 1000 >$p/keepalive_ms; echo $KXFER_KA_TIMEOUT_MS >$p/keepalive_timeout_ms"
 		n0=$(dmesg | wc -l)
 		barrier hw-ready
 		barrier hw-broken 60

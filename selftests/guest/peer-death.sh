@@ -29,7 +29,7 @@ source "$KXFER_TOP/selftests/guest/storm.sh"
 cd "$KXFER_TOP" || exit 1
 
 A=10.99.0.1
-KA_TIMEOUT_MS=5000	# the module's default keepalive_timeout_ms
+KA_TIMEOUT_MS=$KXFER_KA_TIMEOUT_MS	# the keepalive_timeout_ms loaded (common.sh)
 PARAMS=/sys/module/kxfer/parameters
 BASELINE=/tmp/pd-baseline
 # b's reboot, its module load and its connect, under TCG

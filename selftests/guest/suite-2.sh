@@ -21,7 +21,7 @@ cd "$KXFER_TOP" || exit 1
 
 A=10.99.0.1
 B=10.99.0.2
-KA_TIMEOUT_MS=5000	# the module's default keepalive_timeout_ms
+KA_TIMEOUT_MS=$KXFER_KA_TIMEOUT_MS	# the keepalive_timeout_ms loaded (common.sh)
 
 # --- rig of this suite --------------------------------------------------------
 
