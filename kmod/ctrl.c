@@ -101,6 +101,7 @@ int kxfer_ctrl_alloc(struct kxfer_session *s)
 		list_add_tail(&s->s_sends[i].cb_node, &s->s_free_sends);
 	s->s_credits = 0;
 	s->s_credits_owed = 0;
+	s->s_ctrl_sending = 0;
 	s->s_tx_seq = 0;
 	s->s_rx_seq = 0;
 	s->s_ka_sent_ns = 0;
@@ -223,6 +224,7 @@ static void kxfer_ctrl_wc_send(struct ib_cq *cq, struct ib_wc *wc)
 		kxfer_job_sent(job, wc->status == IB_WC_SUCCESS ? 0 : -ECONNRESET);
 	spin_lock_irqsave(&s->s_lock, flags);
 	list_add_tail(&cb->cb_node, &s->s_free_sends);
+	s->s_ctrl_sending--;
 	spin_unlock_irqrestore(&s->s_lock, flags);
 	/* A message may be waiting for this buffer. */
 	set_bit(KXFER_SE_TX, &s->s_events);
@@ -321,6 +323,7 @@ void kxfer_ctrl_flush(struct kxfer_session *s)
 		}
 		list_del_init(&cb->cb_node);
 		s->s_credits--;
+		s->s_ctrl_sending++;
 		spin_unlock_irqrestore(&s->s_lock, flags);
 
 		list_del(&m->cm_node);
@@ -350,10 +353,12 @@ void kxfer_ctrl_flush(struct kxfer_session *s)
 			cb->cb_job = NULL;
 			spin_lock_irqsave(&s->s_lock, flags);
 			list_add(&cb->cb_node, &s->s_free_sends);
+			s->s_ctrl_sending--;
 			spin_unlock_irqrestore(&s->s_lock, flags);
 			kxfer_session_fail(s, ret, "cannot post a control send");
 			return;
 		}
+		kxfer_session_poll_arm(s);
 	}
 }
 

@@ -59,9 +59,24 @@ static void kxfer_ring_publish_locked(struct kxfer_file *kf)
 	if (!kf->kf_shr)
 		return;
 	WRITE_ONCE(kf->kf_shr->flags,
-		   list_empty(&kf->kf_notes) ? 0 : KXFER_RING_F_NEED_REAP);
+		   (list_empty(&kf->kf_notes) ? 0 : KXFER_RING_F_NEED_REAP) |
+		   (kf->kf_poll ? KXFER_RING_F_POLL : 0));
 	/* The entries before the head that says they are there. */
 	smp_store_release(&kf->kf_shr->head, kf->kf_head);
+}
+
+/**
+ * kxfer_file_set_poll_locked - the file uses a polled session from now
+ * @kf: the file; its reaps poll, and its ring's reader is told to call
+ *	REAP (KXFER_RING_F_POLL).  Caller holds kf_lock.
+ */
+void kxfer_file_set_poll_locked(struct kxfer_file *kf)
+{
+	lockdep_assert_held(&kf->kf_lock);
+	if (kf->kf_poll)
+		return;
+	WRITE_ONCE(kf->kf_poll, true);
+	kxfer_ring_publish_locked(kf);
 }
 
 /*
@@ -295,6 +310,8 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 	uev = u64_to_user_ptr(r.events);
 	deadline = ktime_add_ns(ktime_get(), r.timeout_ns > 0 ? r.timeout_ns : 0);
 
+	/* Polled sessions: what completed is reaped by every REAP. */
+	kxfer_file_poll_cqs(kf);
 	/* Wait for @min events, or the timeout, or a signal. */
 	while (kxfer_events_ready(kf) < r.min && r.timeout_ns) {
 		if (r.flags & KXFER_REAP_BUSY_POLL) {
@@ -305,13 +322,16 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 			if (r.timeout_ns > 0 && ktime_after(ktime_get(), deadline))
 				break;
 			/*
-			 * Run what the provider and the CQ left to softirq on
-			 * this CPU (rxe's tasklet on 6.1, the CQ's irq_poll):
-			 * the completion comes to us instead of waiting for
-			 * ksoftirqd to be scheduled.
+			 * Poll the polled sessions' CQs, and run what the
+			 * provider and the other CQs left to softirq on this
+			 * CPU (rxe's tasklet on 6.1, irq_poll): the completion
+			 * comes to us instead of waiting for ksoftirqd to be
+			 * scheduled.
 			 */
-			local_bh_disable();
-			local_bh_enable();
+			if (!kxfer_file_poll_cqs(kf)) {
+				local_bh_disable();
+				local_bh_enable();
+			}
 			cond_resched();
 			continue;
 		}

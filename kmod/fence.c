@@ -91,6 +91,8 @@ struct kxfer_gate *kxfer_gate_get(struct kxfer_file *kf,
 		INIT_LIST_HEAD(&new->g_held);
 		INIT_WORK(&new->g_work, kxfer_gate_work);
 		list_add(&new->g_node, &kf->kf_gates);
+		if (s->s_poll)
+			kxfer_file_set_poll_locked(kf);
 	}
 	spin_unlock_irqrestore(&kf->kf_lock, flags);
 	return new;

@@ -82,7 +82,7 @@ static int kxfer_reg_post_wait(struct kxfer_session *s,
 	reinit_completion(&wait->mr_done);
 	wait->mr_status = IB_WC_SUCCESS;
 	ret = ib_post_send(qp, first, NULL);
-	if (!ret && !wait_for_completion_timeout(&wait->mr_done, tmo))
+	if (!ret && !kxfer_session_poll_wait(s, &wait->mr_done, tmo))
 		ret = -ETIMEDOUT;
 	if (!ret && wait->mr_status != IB_WC_SUCCESS)
 		ret = -EIO;
@@ -96,7 +96,7 @@ static int kxfer_reg_post_wait(struct kxfer_session *s,
 	 */
 	kxfer_session_fail(s, ret, "registration work request failed");
 	kxfer_qps_data_stop(s);
-	ib_drain_qp(qp);
+	kxfer_session_poll_drain(s, BIT(0), false);
 	return ret;
 }
 

@@ -679,6 +679,9 @@ long kxfer_ioc_submit(struct kxfer_file *kf, void __user *uarg)
 
 	/* The jobs taken wait in their QPs' backlogs: one post per QP. */
 	kxfer_kick_flush(&kick);
+	/* Polled sessions: reap what already completed. */
+	if (i)
+		kxfer_file_poll_cqs(kf);
 	sub.accepted = i;
 	sub.error = err;
 	if (copy_to_user(uarg, &sub, sizeof(sub)))

@@ -395,7 +395,10 @@ enum {
  * @q_sess: the session
  * @q_index: index in the session
  * @q_id: the rdma_cm id; owns the QP
- * @q_cq: send and receive CQ of this QP
+ * @q_cq: send CQ of this QP, and its receive CQ unless @q_rcq is set
+ * @q_rcq: a polled session's receive CQ (interrupt-driven), or %NULL
+ * @q_pcq: @q_cq when it is polled (IB_POLL_DIRECT) and may be polled
+ *	now, else %NULL; under the session's s_poll_mutex
  * @q_events: KXFER_QPE_* bits from the CM handler
  * @q_established: reached RTS; must be drained before destruction
  * @q_remote_qpn: the peer's QP number
@@ -415,6 +418,8 @@ struct kxfer_qp {
 	unsigned int		q_index;
 	struct rdma_cm_id	*q_id;
 	struct ib_cq		*q_cq;
+	struct ib_cq		*q_rcq;
+	struct ib_cq		*q_pcq;
 	unsigned long		q_events;
 	bool			q_established;
 	u32			q_remote_qpn;
@@ -456,6 +461,9 @@ struct kxfer_sess_stats {
 	/* KXFER_A_STATS_LAT_QUEUE and _DONE (uapi) */
 	atomic64_t	lat_queue[KXFER_LAT_BUCKETS];
 	atomic64_t	lat_done[KXFER_LAT_BUCKETS];
+	/* completions reaped by polling: by users, by the poll work */
+	atomic64_t	polled;
+	atomic64_t	polled_work;
 };
 
 /**
@@ -702,6 +710,12 @@ struct kxfer_session {
 	int			s_last_errno;
 
 	struct kxfer_sess_auth	s_auth;
+
+	/* polled send CQs (poll.c): fixed when the session is made */
+	bool			s_poll;
+	struct mutex		s_poll_mutex;	/* one poller; q_pcq */
+	struct delayed_work	s_poll_work;	/* when no user polls */
+	unsigned int		s_ctrl_sending;	/* control sends out, s_lock */
 };
 
 extern struct mutex kxfer_sess_mutex;
@@ -711,7 +725,8 @@ int kxfer_sessions_init(void);
 void kxfer_sessions_exit(void);
 int kxfer_peer_create(const char *name, const struct sockaddr_storage *dst,
 		      unsigned int nqps, unsigned int depth,
-		      struct kxfer_key *key, struct netlink_ext_ack *extack);
+		      struct kxfer_key *key, bool poll,
+		      struct netlink_ext_ack *extack);
 int kxfer_peer_delete(const char *name, struct netlink_ext_ack *extack);
 void kxfer_session_fail(struct kxfer_session *s, int err, const char *why);
 void kxfer_session_wc_failed(struct kxfer_session *s, const struct ib_wc *wc,
@@ -931,6 +946,7 @@ struct kxfer_file {
 	struct kxfer_event	*kf_shr_ev;
 	size_t			kf_shr_len;
 	void			*kf_bounce;
+	bool			kf_poll;	/* has a gate to a polled session */
 };
 
 /**
@@ -963,6 +979,20 @@ __poll_t kxfer_file_poll(struct kxfer_file *kf, struct file *filp,
 			 poll_table *wait);
 void kxfer_file_drop_handles(struct kxfer_file *kf);
 void kxfer_qp_data_init(struct kxfer_session *s, struct kxfer_qp *qp);
+
+/* poll.c: polled send CQs */
+#define KXFER_FILE_POLL_MAX	8	/* sessions one REAP polls */
+void kxfer_session_poll_init(struct kxfer_session *s, bool poll);
+void kxfer_session_poll_stop(struct kxfer_session *s);
+void kxfer_session_poll_arm(struct kxfer_session *s);
+int kxfer_session_poll(struct kxfer_session *s);
+void kxfer_session_poll_enable(struct kxfer_session *s, struct kxfer_qp *qp);
+void kxfer_session_poll_drain(struct kxfer_session *s, unsigned long qps,
+			      bool disable);
+bool kxfer_session_poll_wait(struct kxfer_session *s, struct completion *done,
+			     unsigned long tmo);
+int kxfer_file_poll_cqs(struct kxfer_file *kf);
+void kxfer_file_set_poll_locked(struct kxfer_file *kf);
 void kxfer_qps_data_stop(struct kxfer_session *s);
 void kxfer_qps_data_fail(struct kxfer_session *s);
 void kxfer_session_get(struct kxfer_session *s);

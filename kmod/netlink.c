@@ -92,6 +92,7 @@ static const struct nla_policy kxfer_peer_new_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_DEPTH]	= NLA_POLICY_RANGE(NLA_U32, 16, 16384),
 	[KXFER_A_PEER_KEY]	= { .type = NLA_NUL_STRING,
 				    .len = KXFER_NAME_MAX - 1 },
+	[KXFER_A_PEER_POLL]	= { .type = NLA_FLAG },
 };
 
 static const struct nla_policy kxfer_peer_name_policy[KXFER_A_PEER_MAX + 1] = {
@@ -945,6 +946,7 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 				  &s->s_dst) ||
 	    nla_put_u32(skb, KXFER_A_PEER_QPS, s->s_nqps) ||
 	    nla_put_u32(skb, KXFER_A_PEER_DEPTH, s->s_depth) ||
+	    (s->s_poll && nla_put_flag(skb, KXFER_A_PEER_POLL)) ||
 	    nla_put_u32(skb, KXFER_A_PEER_RECONNECTS, s->s_reconnects) ||
 	    nla_put_u64_64bit(skb, KXFER_A_PEER_KEEPALIVE_RTT_NS,
 			      s->s_ka_rtt_ns, KXFER_A_PEER_PAD) ||
@@ -1021,7 +1023,8 @@ static int kxfer_nl_peer_new_doit(struct sk_buff *skb, struct genl_info *info)
 				 nla_get_u32(tb[KXFER_A_PEER_QPS]) : 1,
 				 tb[KXFER_A_PEER_DEPTH] ?
 				 nla_get_u32(tb[KXFER_A_PEER_DEPTH]) : 0,
-				 key, info->extack);
+				 key, nla_get_flag(tb[KXFER_A_PEER_POLL]),
+				 info->extack);
 }
 
 static int kxfer_nl_peer_del_doit(struct sk_buff *skb, struct genl_info *info)
@@ -1061,7 +1064,8 @@ static int kxfer_nl_fill_stats(struct sk_buff *skb, struct kxfer_session *s)
 		KXFER_A_STATS_ERR_FLUSH, KXFER_A_STATS_ERR_ACCESS,
 		KXFER_A_STATS_ERR_TIMEOUT, KXFER_A_STATS_ERR_REMOTE,
 		KXFER_A_STATS_ERR_STALE, KXFER_A_STATS_ERR_OTHER,
-		KXFER_A_STATS_NOTIFY_IMM,
+		KXFER_A_STATS_NOTIFY_IMM, KXFER_A_STATS_POLLED,
+		KXFER_A_STATS_POLLED_WORK,
 	};
 	static const int qtypes[] = {
 		KXFER_A_QP_PARTS, KXFER_A_QP_BYTES, KXFER_A_QP_WRS,
@@ -1076,7 +1080,8 @@ static int kxfer_nl_fill_stats(struct sk_buff *skb, struct kxfer_session *s)
 		atomic64_read(&st->err_flush), atomic64_read(&st->err_access),
 		atomic64_read(&st->err_timeout), atomic64_read(&st->err_remote),
 		atomic64_read(&st->err_stale), atomic64_read(&st->err_other),
-		atomic64_read(&st->notify_imm),
+		atomic64_read(&st->notify_imm), atomic64_read(&st->polled),
+		atomic64_read(&st->polled_work),
 	};
 	u64 lat[2][KXFER_LAT_BUCKETS];
 	struct nlattr *nest;

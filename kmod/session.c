@@ -115,6 +115,7 @@ static void kxfer_session_release(struct kref *ref)
 					       s_ref);
 
 	kxfer_auth_release(s);
+	mutex_destroy(&s->s_poll_mutex);
 	mutex_destroy(&s->s_mutex);
 	kfree(s);
 }
@@ -338,7 +339,7 @@ static int kxfer_qp_setup(struct kxfer_session *s, struct kxfer_qp *qp)
 	struct rdma_cm_id *id = qp->q_id;
 	struct ib_device *ibdev = id->device;
 	struct ib_qp_init_attr attr = {};
-	unsigned int cqe;
+	unsigned int cqe, vec;
 	int ret;
 
 	if (!s->s_dev) {
@@ -359,10 +360,25 @@ static int kxfer_qp_setup(struct kxfer_session *s, struct kxfer_qp *qp)
 		return -EXDEV;
 	}
 
-	cqe = kxfer_qp_send_slots(s) + KXFER_CTRL_RECVS + 1;
-	qp->q_cq = ib_alloc_cq(ibdev, qp, cqe,
-			       qp->q_index % ibdev->num_comp_vectors,
-			       IB_POLL_SOFTIRQ);
+	/*
+	 * A polled session's sends complete on a CQ its users poll
+	 * (poll.c), its receives on one of their own, interrupt-driven.
+	 */
+	vec = qp->q_index % ibdev->num_comp_vectors;
+	cqe = kxfer_qp_send_slots(s) + 1;
+	if (s->s_poll) {
+		qp->q_rcq = ib_alloc_cq(ibdev, qp, KXFER_CTRL_RECVS + 2, vec,
+					IB_POLL_SOFTIRQ);
+		if (IS_ERR(qp->q_rcq)) {
+			ret = PTR_ERR(qp->q_rcq);
+			qp->q_rcq = NULL;
+			return ret;
+		}
+	} else {
+		cqe += KXFER_CTRL_RECVS + 1;
+	}
+	qp->q_cq = ib_alloc_cq(ibdev, qp, cqe, vec,
+			       s->s_poll ? IB_POLL_DIRECT : IB_POLL_SOFTIRQ);
 	if (IS_ERR(qp->q_cq)) {
 		ret = PTR_ERR(qp->q_cq);
 		qp->q_cq = NULL;
@@ -372,7 +388,7 @@ static int kxfer_qp_setup(struct kxfer_session *s, struct kxfer_qp *qp)
 	attr.event_handler = kxfer_qp_event;
 	attr.qp_context = qp;
 	attr.send_cq = qp->q_cq;
-	attr.recv_cq = qp->q_cq;
+	attr.recv_cq = qp->q_rcq ?: qp->q_cq;
 	attr.cap.max_send_wr = kxfer_qp_send_slots(s);
 	attr.cap.max_recv_wr = KXFER_CTRL_RECVS + 1;
 	attr.cap.max_send_sge = min_t(u32, ibdev->attrs.max_send_sge, 32);
@@ -383,6 +399,7 @@ static int kxfer_qp_setup(struct kxfer_session *s, struct kxfer_qp *qp)
 	if (ret)
 		return ret;
 	kxfer_qp_data_init(s, qp);
+	kxfer_session_poll_enable(s, qp);
 
 	if (qp->q_index == 0)
 		return kxfer_ctrl_post_recvs(s);
@@ -433,6 +450,7 @@ static int kxfer_qp_connect(struct kxfer_session *s, struct kxfer_qp *qp)
  */
 static void kxfer_session_teardown(struct kxfer_session *s)
 {
+	unsigned long drain = 0;
 	unsigned int i;
 
 	/* Jobs: nothing new is posted; what was posted is flushed below. */
@@ -447,8 +465,10 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 		struct kxfer_qp *qp = &s->s_qps[i];
 
 		if (qp->q_id && qp->q_id->qp && qp->q_established)
-			ib_drain_qp(qp->q_id->qp);
+			drain |= BIT(i);
 	}
+	/* Then no user polls the CQs, which go below. */
+	kxfer_session_poll_drain(s, drain, true);
 	/* Every posted batch has completed: fail what never got posted. */
 	kxfer_qps_data_fail(s);
 	kxfer_regs_release(s);
@@ -461,8 +481,11 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 			kxfer_cm_id_reap(qp->q_id);
 		if (qp->q_cq)
 			ib_free_cq(qp->q_cq);
+		if (qp->q_rcq)
+			ib_free_cq(qp->q_rcq);
 		qp->q_id = NULL;
 		qp->q_cq = NULL;
+		qp->q_rcq = NULL;
 		qp->q_events = 0;
 		qp->q_established = false;
 		qp->q_remote_qpn = 0;
@@ -884,6 +907,7 @@ static struct kxfer_session *kxfer_session_alloc(const char *name,
 	INIT_LIST_HEAD(&s->s_regs);
 	INIT_LIST_HEAD(&s->s_rexports);
 	INIT_LIST_HEAD(&s->s_notifyq);
+	kxfer_session_poll_init(s, false);
 	s->s_id = atomic_inc_return(&kxfer_session_ids);
 	for (i = 0; i < KXFER_MAX_QPS; i++) {
 		spin_lock_init(&s->s_qps[i].q_post_lock);
@@ -915,6 +939,7 @@ static void kxfer_session_stop(struct kxfer_session *s)
 	/* No handler can queue anything any more. */
 	cancel_work_sync(&s->s_work);
 	cancel_delayed_work_sync(&s->s_timer);
+	kxfer_session_poll_stop(s);
 	kxfer_nl_notify_peer(s, true);
 }
 
@@ -1273,9 +1298,13 @@ out_undo:
 	/* The caller refuses the request and destroys the id. */
 	if (id->qp)
 		rdma_destroy_qp(id);
+	/* An acceptor's session: never polled (q_pcq stays NULL). */
 	if (qp->q_cq)
 		ib_free_cq(qp->q_cq);
+	if (qp->q_rcq)
+		ib_free_cq(qp->q_rcq);
 	qp->q_cq = NULL;
+	qp->q_rcq = NULL;
 	qp->q_id = NULL;
 	qp->q_remote_qpn = 0;
 	kxfer_session_fail(s, ret, "cannot accept a QP");
@@ -1296,13 +1325,15 @@ out_unlock:
  * @depth: send queue depth per QP, or 0 for the default
  * @key: the key the session proves (kxfer_key_get()), or %NULL; the
  *	session takes the reference, or drops it on failure
+ * @poll: its send CQs are polled by its users (poll.c)
  * @extack: for the reason of a refusal
  *
  * Return: 0, %-EEXIST, %-EINVAL or %-ENOMEM.  May sleep.
  */
 int kxfer_peer_create(const char *name, const struct sockaddr_storage *dst,
 		      unsigned int nqps, unsigned int depth,
-		      struct kxfer_key *key, struct netlink_ext_ack *extack)
+		      struct kxfer_key *key, bool poll,
+		      struct netlink_ext_ack *extack)
 {
 	struct kxfer_session *s, *it;
 
@@ -1318,6 +1349,7 @@ int kxfer_peer_create(const char *name, const struct sockaddr_storage *dst,
 		return -ENOMEM;
 	}
 	s->s_auth.sa_key = key;
+	s->s_poll = poll;
 	memcpy(&s->s_dst, dst, sizeof(s->s_dst));
 
 	mutex_lock(&kxfer_sess_mutex);

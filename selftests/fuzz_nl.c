@@ -107,9 +107,10 @@ static void fail(const char *fmt, ...)
 /*
  * T_S64: a signed 64-bit value, which may be negative: no pointer check.
  * T_SECRET: a key's secret, which replies never carry.
+ * T_FLAG: a flag, no payload.
  */
 enum t { T_NONE, T_U8, T_U16, T_U32, T_S32, T_U64, T_S64, T_STR, T_BIN,
-	 T_NEST, T_PAD, T_SECRET, T_HIST };
+	 T_NEST, T_PAD, T_SECRET, T_HIST, T_FLAG };
 
 enum aset { S_DEV, S_PORT, S_POOL, S_CHUNK, S_POOLDEV, S_EXPORT, S_LISTEN,
 	    S_PREFIX, S_PEER, S_QP, S_REXP, S_STATS, S_KEY, S_NSETS };
@@ -230,6 +231,7 @@ static const struct attr a_peer[] = {
 	[KXFER_A_PEER_KEY] = { T_STR },
 	[KXFER_A_PEER_AUTH] = { T_U32 },
 	[KXFER_A_PEER_AUTH_FAILURES] = { T_U32 },
+	[KXFER_A_PEER_POLL] = { T_FLAG },
 };
 
 static const struct attr a_qp[] = {
@@ -263,6 +265,8 @@ static const struct attr a_stats[] = {
 	[KXFER_A_STATS_NOTIFY_IMM] = { T_U64 },
 	[KXFER_A_STATS_LAT_QUEUE] = { T_HIST },
 	[KXFER_A_STATS_LAT_DONE] = { T_HIST },
+	[KXFER_A_STATS_POLLED] = { T_U64 },
+	[KXFER_A_STATS_POLLED_WORK] = { T_U64 },
 };
 
 static const struct attr a_rexp[] = {
@@ -530,6 +534,9 @@ static void put_value(struct knl *nl, __u16 type, enum t t, enum aset nest,
 			s[i] = rnd();
 		knl_put(nl, type, s, len);
 		break;
+	case T_FLAG:
+		knl_put(nl, type, s, 0);
+		break;
 	case T_SECRET:
 		/* mostly the right size (16..64), sometimes not */
 		len = chance(4) ? rbelow(100) : 16 + rbelow(49);
@@ -683,6 +690,10 @@ static void check_attrs(const void *data, int len, enum aset set, int depth,
 			break;
 		case T_HIST:
 			if (plen != KXFER_LAT_BUCKETS * 8)
+				goto bad_len;
+			break;
+		case T_FLAG:
+			if (plen)
 				goto bad_len;
 			break;
 		case T_PAD:

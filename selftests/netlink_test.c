@@ -563,6 +563,20 @@ TEST_F(nl, export_from_5_bytes)
 	EXPECT_STREQ("prefix address must be 4 or 16 bytes", self->nl.extack);
 }
 
+/* "cq poll" is a flag: one with a payload is refused, and nothing made. */
+TEST_F(nl, peer_new_poll_with_payload)
+{
+	knl_begin(&self->nl, self->nl.family, KXFER_CMD_PEER_NEW, NLM_F_ACK);
+	knl_put_str(&self->nl, KXFER_A_PEER_NAME, "npoll");
+	knl_put(&self->nl, KXFER_A_PEER_ADDR, (uint8_t[]){ 10, 99, 0, 1 }, 4);
+	knl_put_u32(&self->nl, KXFER_A_PEER_POLL, 1);
+	EXPECT_EQ(-ERANGE, knl_xfer(&self->nl, NULL, NULL));
+	EXPECT_STREQ("Attribute failed policy validation", self->nl.extack);
+	knl_begin(&self->nl, self->nl.family, KXFER_CMD_PEER_GET, NLM_F_ACK);
+	knl_put_str(&self->nl, KXFER_A_PEER_NAME, "npoll");
+	EXPECT_EQ(-ENOENT, knl_xfer(&self->nl, NULL, NULL));
+}
+
 TEST_F(nl, export_del_unknown)
 {
 	EXPECT_EQ(-ENOENT, export_del(&self->nl, "no-such-export"));

@@ -24,8 +24,28 @@
 #include <linux/kxfer.h>
 
 #include "kselftest_harness.h"
+#include "harness_main.h"
 
-#define PEER		"uself"
+/*
+ * The session the tests use: suite-1's "uself", or KXFER_TEST_PEER, with
+ * KXFER_TEST_PEER_OPTS (e.g. "cq poll") for the sessions a test adds.
+ */
+static const char *test_peer(void)
+{
+	const char *p = getenv("KXFER_TEST_PEER");
+
+	return p && *p ? p : "uself";
+}
+
+static const char *test_peer_opts(void)
+{
+	const char *o = getenv("KXFER_TEST_PEER_OPTS");
+
+	return o ? o : "";
+}
+
+#define PEER		test_peer()
+
 #define SRC_POOL	"usrc"
 #define SRC_EXPORT	"usrc-x"
 #define SRC_SIZE	(4UL << 20)
@@ -401,8 +421,8 @@ TEST_F(notify, older_peer)
 
 	ASSERT_NE(NULL, addr);
 	ASSERT_EQ(0, set_features("0"));
-	ASSERT_EQ(0, run("kxferctl peer del %s && kxferctl peer add %s %s qps 2",
-			 PEER, PEER, addr));
+	ASSERT_EQ(0, run("kxferctl peer del %s && kxferctl peer add %s %s qps 2 %s",
+			 PEER, PEER, addr, test_peer_opts()));
 	ASSERT_EQ(0, lookup(self->fd, &self->peer, &self->remote));
 	msg_job(&j, 0, self->peer, self->remote, NULL, "no-can-do", 1);
 	EXPECT_EQ(-EOPNOTSUPP, submit(self->fd, &j, 1));
@@ -420,12 +440,12 @@ TEST_F(notify, older_peer)
 	EXPECT_EQ(77, ev[ev[0].type == KXFER_EV_NOTIFY ? 0 : 1].user_data);
 	EXPECT_EQ(0, ev[ev[0].type == KXFER_EV_NOTIFY ? 0 : 1].msg_len);
 	ASSERT_EQ(0, set_features("1"));
-	ASSERT_EQ(0, run("kxferctl peer del %s && kxferctl peer add %s %s qps 2",
-			 PEER, PEER, addr));
+	ASSERT_EQ(0, run("kxferctl peer del %s && kxferctl peer add %s %s qps 2 %s",
+			 PEER, PEER, addr, test_peer_opts()));
 	ASSERT_EQ(0, lookup(self->fd, &self->peer, &self->remote));
 	msg_job(&j, 0, self->peer, self->remote, NULL, "back-again", 3);
 	EXPECT_EQ(0, submit(self->fd, &j, 1));
 	EXPECT_EQ(2, reap(self->fd, ev, 2, 2, msgs, sizeof(msgs)));
 }
 
-TEST_HARNESS_MAIN
+KXFER_HARNESS_MAIN

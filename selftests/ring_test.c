@@ -26,8 +26,28 @@
 
 #include "kxfer.h"	/* libkxfer */
 #include "kselftest_harness.h"
+#include "harness_main.h"
 
-#define PEER		"uself"
+/*
+ * The session the tests use: suite-1's "uself", or KXFER_TEST_PEER, with
+ * KXFER_TEST_PEER_OPTS (e.g. "cq poll") for the sessions a test adds.
+ */
+static const char *test_peer(void)
+{
+	const char *p = getenv("KXFER_TEST_PEER");
+
+	return p && *p ? p : "uself";
+}
+
+static const char *test_peer_opts(void)
+{
+	const char *o = getenv("KXFER_TEST_PEER_OPTS");
+
+	return o ? o : "";
+}
+
+#define PEER		test_peer()
+
 #define SRC_POOL	"usrc"
 #define SRC_EXPORT	"usrc-x"
 #define SRC_SIZE	(4UL << 20)
@@ -599,7 +619,10 @@ TEST_F(ring, overflow_notes)
 	EXPECT_EQ(n, notes);
 	/* More events than entries: notes waited on the overflow list. */
 	EXPECT_TRUE(need > 0 || 2 * n <= 16);
-	EXPECT_EQ(0, rg.hdr->flags);
+	EXPECT_EQ(0, rg.hdr->flags & KXFER_RING_F_NEED_REAP);
+	/* Set on a file that used a polled session, and only there. */
+	EXPECT_EQ(!strcmp(PEER, "upoll") ? KXFER_RING_F_POLL : 0,
+		  rg.hdr->flags & KXFER_RING_F_POLL);
 	EXPECT_EQ(0, reap_wait(fd, 1, 300000000LL));
 	munmap(rg.hdr, rg.len);
 	close(fd);
@@ -700,7 +723,8 @@ TEST_F(ring, session_lost_mid_batch)
 
 	if (!addr)
 		SKIP(return, "KXFER_SELF_ADDR is not set");
-	ASSERT_EQ(0, run("kxferctl peer add rlost %s qps 2", addr));
+	ASSERT_EQ(0, run("kxferctl peer add rlost %s qps 2 %s", addr,
+			 test_peer_opts()));
 	ASSERT_EQ(0, lookup(self->fd, "rlost", &self->peer, &self->remote));
 	ASSERT_EQ(0, ring_map(self->fd, &rg));
 	make_jobs(self, n);
@@ -808,4 +832,4 @@ TEST_F(ring, libkxfer)
 	kxfer_close(kx2);
 }
 
-TEST_HARNESS_MAIN
+KXFER_HARNESS_MAIN

@@ -38,8 +38,18 @@
 #include "kmod/kxfer_testbuf.h"
 
 #include "kselftest_harness.h"
+#include "harness_main.h"
 
-#define PEER		"uself"
+/* The session the tests use: suite-1's "uself", or KXFER_TEST_PEER. */
+static const char *test_peer(void)
+{
+	const char *p = getenv("KXFER_TEST_PEER");
+
+	return p && *p ? p : "uself";
+}
+
+#define PEER		test_peer()
+
 #define SRC_POOL	"usrc"
 #define SRC_EXPORT	"usrc-x"
 #define SRC_SIZE	(4UL << 20)
@@ -1268,4 +1278,4 @@ TEST_F(upool, testbuf_refusals)
 	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
 }
 
-TEST_HARNESS_MAIN
+KXFER_HARNESS_MAIN

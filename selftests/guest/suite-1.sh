@@ -242,6 +242,53 @@ t_upool_setup() {
 	busywait 20000 _upool_peer_up
 }
 
+# A second session of the node to itself, "upoll", whose send completions
+# its users poll (cq poll): the ring, upool and notify tests run on it
+# again (KXFER_TEST_PEER), the ring's "close with jobs in flight" with
+# nobody polling, so that only the session's poll work can end them.
+
+_poll_peer_up() {
+	kxferctl -j peer show upoll 2>/dev/null | jq -e '.[0].state == "up" and
+		(.[0].remote_exports | map(.name) | index("usrc-x")) != null' >/dev/null
+}
+
+t_poll_setup() {
+	expect_status 2 kxferctl peer add upbad "$KXFER_SELF_ADDR" cq bogus
+	expect_status 2 kxferctl peer add upbad "$KXFER_SELF_ADDR" cq
+	check_fail kxferctl peer show upbad
+	kxferctl peer add upoll "$KXFER_SELF_ADDR" qps 2 cq poll
+	busywait 20000 _poll_peer_up
+	kxferctl -j peer show upoll | jq -e '.[0].cq == "poll"' >/dev/null
+	kxferctl -j peer show uself | jq -e '.[0].cq == "irq"' >/dev/null
+	kxferctl peer show upoll | grep -q ' cq poll'
+}
+
+_poll_work_count() {
+	kxferctl -j stats show upoll | jq -e '.[0].polled_work'
+}
+
+# Polled sessions were polled, by users and by the work; the others never.
+t_poll_counts() {
+	local j w0 w1
+
+	defer kxferctl peer del upoll
+
+	j=$(kxferctl -j stats show)
+	echo "$j" | jq -c '.[] | {name, id, jobs, polled, polled_work}'
+	echo "$j" | jq -e '[.[] | select(.name == "upoll")][0] |
+		.polled > 0 and .polled_work > 0' >/dev/null
+	echo "$j" | jq -e '[.[] | select(.name != "upoll")] |
+		map(.polled + .polled_work) | add == 0' >/dev/null
+	# Idle, with nobody polling: keepalive's sends still complete (the
+	# work reaps them) and the session stays up.
+	w0=$(_poll_work_count)
+	sleep "$(_kx_slow 3)"
+	w1=$(_poll_work_count)
+	echo "polled_work $w0 -> $w1 over 3 s idle"
+	((w1 > w0))
+	kxferctl -j peer show upoll | jq -e '.[0].state == "up"' >/dev/null
+}
+
 t_upool_cleanup() {
 	local j
 
@@ -298,6 +345,14 @@ ktest upool_setup t_upool_setup
 ktap_run "$KXFER_TOP/selftests/upool_test"
 ktap_run "$KXFER_TOP/selftests/notify_test"
 ktap_run "$KXFER_TOP/selftests/ring_test"
+ktest poll_setup t_poll_setup
+KXFER_TEST_PEER=upoll KXFER_TEST_PEER_OPTS="cq poll" KTAP_NAME=upool_test_poll \
+	ktap_run "$KXFER_TOP/selftests/upool_test"
+KXFER_TEST_PEER=upoll KXFER_TEST_PEER_OPTS="cq poll" KTAP_NAME=notify_test_poll \
+	ktap_run "$KXFER_TOP/selftests/notify_test"
+KXFER_TEST_PEER=upoll KXFER_TEST_PEER_OPTS="cq poll" KTAP_NAME=ring_test_poll \
+	ktap_run "$KXFER_TOP/selftests/ring_test"
+ktest poll_counts t_poll_counts
 ktest upool_cleanup t_upool_cleanup
 ktest fuzz_nl t_fuzz_nl
 ktest fuzz_ioctl t_fuzz_ioctl

@@ -23,7 +23,8 @@
 #                         "# SKIP" directive is SKIP. A binary that exits
 #                         non-zero without reporting a failure, or reports
 #                         fewer tests than its plan, adds FAIL BIN. Timeout
-#                         $KTAP_TIMEOUT seconds (default 600).
+#                         $KTAP_TIMEOUT seconds (default 600); named
+#                         $KTAP_NAME instead of BIN when that is set.
 #   skip MSG              end the current test as SKIP
 #   require_cmd CMD...    skip the current test unless every CMD exists
 #   busywait MS CMD...    retry CMD until it succeeds, at most MS ms; prints
@@ -204,7 +205,7 @@ ktest() {
 ktap_run() {
 	local bin=$1 base log rc=0
 	shift
-	base=$(_kx_name "${bin##*/}")
+	base=$(_kx_name "${KTAP_NAME:-${bin##*/}}")
 	log=$KXFER_OUT/logs/$base.log
 	mkdir -p "$KXFER_OUT/logs"
 

@@ -42,6 +42,7 @@ static const char *const peer_attr_names[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_KEY]		= "key",
 	[KXFER_A_PEER_AUTH]		= "auth",
 	[KXFER_A_PEER_AUTH_FAILURES]	= "auth-failures",
+	[KXFER_A_PEER_POLL]		= "poll",
 };
 
 static const struct kx_attr_set peer_set = {
@@ -73,6 +74,7 @@ static const struct nla_policy peer_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_KEY]		= { .type = NLA_STRING },
 	[KXFER_A_PEER_AUTH]		= { .type = NLA_U32 },
 	[KXFER_A_PEER_AUTH_FAILURES]	= { .type = NLA_U32 },
+	[KXFER_A_PEER_POLL]		= { .type = NLA_FLAG },
 	[KXFER_A_PEER_ID]		= { .type = NLA_U32 },
 	[KXFER_A_PEER_ATTEMPTS]		= { .type = NLA_U32 },
 	/* s64, as NLA_U64 for the same reason as last_errno */
@@ -124,6 +126,7 @@ static void peer_help(FILE *fp)
 {
 	fprintf(fp,
 		"Usage: kxferctl peer add NAME ADDR [ port PORT ] [ qps QPS ] [ depth DEPTH ] [ key KEY ]\n"
+		"                             [ cq { irq | poll } ]\n"
 		"       kxferctl peer del NAME\n"
 		"       kxferctl peer show [ NAME ]\n"
 		"       kxferctl peer help\n"
@@ -132,7 +135,9 @@ static void peer_help(FILE *fp)
 		"       QPS := 1..%d   (queue pairs of the session)\n"
 		"       DEPTH := send queue depth of each queue pair\n"
 		"       KEY := the key (kxferctl key) both sides prove; the session is\n"
-		"              then authenticated, or not up\n",
+		"              then authenticated, or not up\n"
+		"       cq poll: send completions are reaped by the users' SUBMIT and REAP\n"
+		"              (polled CQs); irq (default): in softirq\n",
 		KXFER_PORT, KXFER_MAX_QPS);
 }
 
@@ -334,6 +339,9 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 		out_u64("qps", nla_get_u32(tb[KXFER_A_PEER_QPS]));
 	if (tb[KXFER_A_PEER_DEPTH])
 		out_u64("depth", nla_get_u32(tb[KXFER_A_PEER_DEPTH]));
+	/* with the full view only, as qps */
+	if (tb[KXFER_A_PEER_QPS])
+		out_str("cq", tb[KXFER_A_PEER_POLL] ? "poll" : "irq");
 	if (tb[KXFER_A_PEER_RECONNECTS])
 		out_u64("reconnects", nla_get_u32(tb[KXFER_A_PEER_RECONNECTS]));
 	peer_retry_print(tb);
@@ -381,6 +389,7 @@ enum {
 	PEER_KEY_QPS,
 	PEER_KEY_DEPTH,
 	PEER_KEY_KEY,
+	PEER_KEY_CQ,
 };
 
 static const char *const peer_add_keys[] = {
@@ -388,6 +397,7 @@ static const char *const peer_add_keys[] = {
 	[PEER_KEY_QPS]		= "qps",
 	[PEER_KEY_DEPTH]	= "depth",
 	[PEER_KEY_KEY]		= "key",
+	[PEER_KEY_CQ]		= "cq",
 };
 
 static int peer_add(struct kx *kx)
@@ -395,6 +405,7 @@ static int peer_add(struct kx *kx)
 	const char *name, *key = NULL;
 	uint32_t qps = 0, depth = 0;
 	unsigned int seen = 0;
+	int poll = 0;
 	struct kx_addr addr;
 	struct nl_msg *msg;
 	uint16_t port = 0;
@@ -437,6 +448,13 @@ static int peer_add(struct kx *kx)
 				return KX_EXIT_USAGE;
 			key = val;
 			break;
+		case PEER_KEY_CQ:
+			if (!strcmp(val, "poll"))
+				poll = 1;
+			else if (strcmp(val, "irq"))
+				return kx_usage_error("invalid cq \"%s\" (expected irq or poll)",
+						      val);
+			break;
 		default:
 			return KX_EXIT_USAGE;
 		}
@@ -461,6 +479,8 @@ static int peer_add(struct kx *kx)
 		ret = nla_put_u32(msg, KXFER_A_PEER_DEPTH, depth);
 	if (!ret && key)
 		ret = nla_put_string(msg, KXFER_A_PEER_KEY, key);
+	if (!ret && poll)
+		ret = nla_put_flag(msg, KXFER_A_PEER_POLL);
 	if (ret < 0) {
 		nlmsg_free(msg);
 		return kx_nl_put_failed(ret);

@@ -57,6 +57,8 @@ static const struct {
 	{ KXFER_A_STATS_ERR_REMOTE,	"err_remote" },
 	{ KXFER_A_STATS_ERR_STALE,	"err_stale" },
 	{ KXFER_A_STATS_ERR_OTHER,	"err_other" },
+	{ KXFER_A_STATS_POLLED,		"polled" },
+	{ KXFER_A_STATS_POLLED_WORK,	"polled_work" },
 };
 
 static const struct {

@@ -516,10 +516,13 @@ static int kx_ring_reap(struct kxfer *kx, struct kxfer_event *ev,
 		int64_t left = timeout_ns;
 
 		count += k;
+		/*
+		 * Room is there: have the waiting ones moved in; or polled
+		 * sessions' completions reaped (what REAP does first).
+		 */
 		if (!k && count < max &&
 		    (__atomic_load_n(&kx->kx_ring->flags, __ATOMIC_RELAXED) &
-		     KXFER_RING_F_NEED_REAP)) {
-			/* Room is there: have the waiting ones moved in. */
+		     (KXFER_RING_F_NEED_REAP | KXFER_RING_F_POLL))) {
 			ret = kx_ring_wait(kx, 0, 0, 0);
 			if (ret)
 				return count ? (int)count : ret;

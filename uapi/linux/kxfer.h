@@ -610,6 +610,14 @@ struct kxfer_ring {
  * timeout of 0 is enough) to have them moved in.
  */
 #define KXFER_RING_F_NEED_REAP	(1U << 0)
+/*
+ * The file has used a session with polled completion queues (peer "cq
+ * poll"): their completions are reaped by REAP and SUBMIT calls, or a
+ * timer tick later.  A reader that finds fewer events than it wants
+ * calls KXFER_IOC_REAP (KXFER_REAP_WAIT with a timeout of 0 is enough)
+ * to have them reaped now.
+ */
+#define KXFER_RING_F_POLL	(1U << 1)
 
 /**
  * struct kxfer_ring_setup - KXFER_IOC_RING_SETUP: make the file's event
@@ -902,6 +910,11 @@ enum {
 	KXFER_A_PEER_KEY,
 	KXFER_A_PEER_AUTH,		/* u32, enum kxfer_peer_auth */
 	KXFER_A_PEER_AUTH_FAILURES,	/* u32, handshakes failed, connecting side */
+	/*
+	 * flag, connecting side: the session's send completions are reaped
+	 * by its users' SUBMIT and REAP (polled CQs), not in softirq
+	 */
+	KXFER_A_PEER_POLL,
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
@@ -973,6 +986,10 @@ enum {
 	KXFER_A_STATS_NOTIFY_IMM,	/* of NOTIFY_SENT, by WRITE_WITH_IMM */
 	KXFER_A_STATS_LAT_QUEUE,	/* binary: __u64[KXFER_LAT_BUCKETS] */
 	KXFER_A_STATS_LAT_DONE,		/* binary: __u64[KXFER_LAT_BUCKETS] */
+	/* a polled session's completions reaped by users' SUBMIT and REAP */
+	KXFER_A_STATS_POLLED,		/* u64 */
+	/* ... and by the session's poll work, when no user polled */
+	KXFER_A_STATS_POLLED_WORK,	/* u64 */
 
 	__KXFER_A_STATS_MAX,
 	KXFER_A_STATS_MAX = __KXFER_A_STATS_MAX - 1

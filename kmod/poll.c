@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kxfer: polled send completion queues (the peer option "poll").
+ *
+ * A polled session's QPs take their send completions (data WRs, control
+ * sends, registrations) on IB_POLL_DIRECT CQs that no interrupt or
+ * softirq polls: the files with jobs in flight on the session poll them
+ * from their own SUBMIT and REAP, as nvme-rdma's poll queues are polled
+ * by the submitter, so that a completion reaches the reaper without a
+ * softirq or a ksoftirqd wake-up in between.  Receives keep an
+ * interrupt-driven CQ of their own: the control channel, and with it
+ * keepalive, never waits for a user.  Nor does anything else: a delayed
+ * work polls a tick after anything is posted, and again every tick while
+ * something is outstanding, for the backlog, the control channel and a
+ * reaper that sleeps.
+ *
+ * One poller at a time, as ib_process_cq_direct() requires: users and
+ * the work try s_poll_mutex and go on if someone else has it (that one
+ * reaps for everybody).  q_pcq names the CQs that may be polled; it is
+ * set once a QP exists and cleared, under the mutex, once teardown has
+ * drained it (ib_drain_qp() polls a direct CQ itself).
+ */
+#include "kxfer.h"
+#include "job.h"
+
+/* Completions taken per CQ by one poll: a bound on the time in it. */
+#define KXFER_POLL_BUDGET	64
+
+/* Poll every polled CQ of the session once.  Caller holds s_poll_mutex. */
+static int kxfer_poll_cqs(struct kxfer_session *s)
+{
+	unsigned int i;
+	int n = 0;
+
+	lockdep_assert_held(&s->s_poll_mutex);
+	/*
+	 * As the CQ's softirq would: what the handlers post makes the
+	 * provider defer work (rxe's tasklets on 6.1), which then runs
+	 * here, at local_bh_enable().
+	 */
+	local_bh_disable();
+	for (i = 0; i < s->s_nqps; i++) {
+		struct ib_cq *cq = s->s_qps[i].q_pcq;
+
+		if (cq)
+			n += ib_process_cq_direct(cq, KXFER_POLL_BUDGET);
+	}
+	local_bh_enable();
+	return n;
+}
+
+/*
+ * Something posted may still complete: data WRs or control sends out on
+ * a QP that may be polled.  Racy reads: a post after a wrong "no" arms
+ * the work again.
+ */
+static bool kxfer_poll_outstanding(struct kxfer_session *s)
+{
+	unsigned int i;
+
+	if (READ_ONCE(s->s_ctrl_sending))
+		return true;
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+
+		if (READ_ONCE(qp->q_pcq) &&
+		    (READ_ONCE(qp->q_sq_free) != s->s_depth ||
+		     !list_empty_careful(&qp->q_quiet)))
+			return true;
+	}
+	return false;
+}
+
+static void kxfer_poll_work(struct work_struct *work)
+{
+	struct kxfer_session *s = container_of(to_delayed_work(work),
+					       struct kxfer_session,
+					       s_poll_work);
+	int n = -1;
+
+	if (mutex_trylock(&s->s_poll_mutex)) {
+		n = kxfer_poll_cqs(s);
+		mutex_unlock(&s->s_poll_mutex);
+		if (n > 0)
+			atomic64_add(n, &s->s_stats.polled_work);
+	}
+	/* Busy elsewhere, or reaped something: more may come. */
+	if (n || kxfer_poll_outstanding(s))
+		kxfer_session_poll_arm(s);
+}
+
+/**
+ * kxfer_session_poll_init - set up a session's polling
+ * @s: a new session
+ * @poll: whether its send CQs are polled
+ */
+void kxfer_session_poll_init(struct kxfer_session *s, bool poll)
+{
+	s->s_poll = poll;
+	mutex_init(&s->s_poll_mutex);
+	INIT_DELAYED_WORK(&s->s_poll_work, kxfer_poll_work);
+}
+
+/**
+ * kxfer_session_poll_stop - no poll work runs after this
+ * @s: the session, torn down for good
+ */
+void kxfer_session_poll_stop(struct kxfer_session *s)
+{
+	cancel_delayed_work_sync(&s->s_poll_work);
+}
+
+/**
+ * kxfer_session_poll_arm - have the work poll a tick from now
+ * @s: the session; nothing happens unless it is polled
+ *
+ * Called after anything is posted on its QPs.  Any context.
+ */
+void kxfer_session_poll_arm(struct kxfer_session *s)
+{
+	if (s->s_poll)
+		queue_delayed_work(kxfer_wq, &s->s_poll_work, 1);
+}
+
+/**
+ * kxfer_session_poll - reap a polled session's send completions
+ * @s: the session
+ *
+ * Return: the completions handled; 0 as well when another thread is
+ * polling it (which reaps them).  Process context.
+ */
+int kxfer_session_poll(struct kxfer_session *s)
+{
+	int n;
+
+	if (!s->s_poll || !mutex_trylock(&s->s_poll_mutex))
+		return 0;
+	n = kxfer_poll_cqs(s);
+	mutex_unlock(&s->s_poll_mutex);
+	if (n)
+		atomic64_add(n, &s->s_stats.polled);
+	return n;
+}
+
+/**
+ * kxfer_session_poll_enable - let a new QP's send CQ be polled
+ * @s: the session
+ * @qp: its QP, just created
+ *
+ * Caller holds s_mutex.
+ */
+void kxfer_session_poll_enable(struct kxfer_session *s, struct kxfer_qp *qp)
+{
+	if (!s->s_poll)
+		return;
+	mutex_lock(&s->s_poll_mutex);
+	qp->q_pcq = qp->q_cq;
+	mutex_unlock(&s->s_poll_mutex);
+}
+
+/**
+ * kxfer_session_poll_drain - drain QPs with nobody else polling
+ * @s: the session
+ * @qps: bit i: drain s_qps[i]
+ * @disable: then let nobody poll any of the session's CQs again
+ *
+ * ib_drain_qp() polls a direct CQ itself; users and the work wait (they
+ * find the mutex taken and go on).  Caller holds s_mutex.
+ */
+void kxfer_session_poll_drain(struct kxfer_session *s, unsigned long qps,
+			      bool disable)
+{
+	unsigned int i;
+
+	if (s->s_poll)
+		mutex_lock(&s->s_poll_mutex);
+	for_each_set_bit(i, &qps, KXFER_MAX_QPS)
+		ib_drain_qp(s->s_qps[i].q_id->qp);
+	if (disable)
+		for (i = 0; i < KXFER_MAX_QPS; i++)
+			s->s_qps[i].q_pcq = NULL;
+	if (s->s_poll)
+		mutex_unlock(&s->s_poll_mutex);
+}
+
+/**
+ * kxfer_session_poll_wait - wait for a completion a polled CQ may hold
+ * @s: the session
+ * @done: completed by the handler of the work request waited for
+ * @tmo: in jiffies
+ *
+ * Return: true if @done completed in time.  May sleep.
+ */
+bool kxfer_session_poll_wait(struct kxfer_session *s, struct completion *done,
+			     unsigned long tmo)
+{
+	unsigned long end = jiffies + tmo;
+
+	if (!s->s_poll)
+		return wait_for_completion_timeout(done, tmo);
+	for (;;) {
+		kxfer_session_poll(s);
+		if (wait_for_completion_timeout(done, 1))
+			return true;
+		if (time_after(jiffies, end))
+			return false;
+	}
+}
+
+/**
+ * kxfer_file_poll_cqs - poll the polled sessions a file has jobs on
+ * @kf: the file
+ *
+ * Return: the completions handled.  Process context.
+ */
+int kxfer_file_poll_cqs(struct kxfer_file *kf)
+{
+	struct kxfer_session *ss[KXFER_FILE_POLL_MAX];
+	unsigned int i, n = 0;
+	struct kxfer_gate *g;
+	unsigned long flags;
+	int done = 0;
+
+	if (!READ_ONCE(kf->kf_poll))
+		return 0;
+	/* Gates, and the session each holds, live as long as the file. */
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	list_for_each_entry(g, &kf->kf_gates, g_node) {
+		if (!g->g_sess->s_poll || !g->g_inflight)
+			continue;
+		ss[n++] = g->g_sess;
+		if (n == ARRAY_SIZE(ss))
+			break;
+	}
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	for (i = 0; i < n; i++)
+		done += kxfer_session_poll(ss[i]);
+	return done;
+}
