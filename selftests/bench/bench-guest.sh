@@ -82,10 +82,17 @@ setup() {
 	kxferctl listen "$ADDR" allow "$ADDR/32"
 	kxferctl peer add q1 "$ADDR" qps 1
 	kxferctl peer add q4 "$ADDR" qps 4
+	# the same with polled send CQs (cq poll): the *_cqpoll groups
+	kxferctl peer add p1 "$ADDR" qps 1 cq poll
+	kxferctl peer add p4 "$ADDR" qps 4 cq poll
 	busywait 20000 peer_up q1
 	busywait 20000 peer_up q4
+	busywait 20000 peer_up p1
+	busywait 20000 peer_up p4
 	busywait 20000 sh -c "kxferctl -j peer show q4 | grep -q '\"name\":\"bench\"'"
 	busywait 20000 sh -c "kxferctl -j peer show q1 | grep -q '\"name\":\"bench\"'"
+	busywait 20000 sh -c "kxferctl -j peer show p1 | grep -q '\"name\":\"bench\"'"
+	busywait 20000 sh -c "kxferctl -j peer show p4 | grep -q '\"name\":\"bench\"'"
 	kxferctl -j pool show bench >"$KXFER_OUT/pool.json"
 	kxferctl -j peer show >"$KXFER_OUT/peers.json"
 	ibv_devinfo -v -d "$DEV" >"$KXFER_OUT/devinfo.txt"
@@ -227,8 +234,23 @@ pt_args() {
 }
 
 # group_args GROUP: its kxfer-bench arguments to KX, the perftest runs it
-# is compared with to PTS
+# is compared with to PTS; GROUP_cqpoll is GROUP on the polled sessions
+# (p1, p4 for q1, q4), against the same perftest runs
 group_args() {
+	if [[ $1 == *_cqpoll ]]; then
+		local i
+
+		group_args "${1%_cqpoll}"
+		# busy-polling reaps only (-m poll): a blocking one would wait
+		# for the session's poll work, a tick later
+		for i in "${!KX[@]}"; do
+			[[ ${KX[i]} == q[14] ]] && KX[i]=p${KX[i]#q}
+			[[ ${KX[i]} == block,poll ]] && KX[i]=poll
+		done
+		[[ " ${KX[*]} " == *" -m poll "* ]] ||
+			KX=("${KX[@]:0:${#KX[@]}-1}" -m poll "${KX[-1]}")
+		return 0
+	fi
 	case $1 in
 	lat_8)
 		KX=(-p q1 -o "write,read" -s 8 -n "$LAT_ITERS" -m "block,poll" lat)
@@ -284,7 +306,8 @@ run_group() {
 	fi
 }
 
-ROWS="lat_8 write_rate_4K_q1 write_rate_4K_q4 kv_paged_q1 kv_paged_q4
+ROWS="lat_8 lat_8_cqpoll write_rate_4K_q1 write_rate_4K_q1_cqpoll
+write_rate_4K_q4 write_rate_4K_q4_cqpoll kv_paged_q1 kv_paged_q4
 write_bw_64K_q1 write_bw_64K_q4 write_bw_1M_q1 read_bw_1M_q1 write_bw_1M_q4
 read_bw_1M_q4 kv push plan"
 

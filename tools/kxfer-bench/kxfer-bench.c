@@ -121,7 +121,8 @@ static const char usage_text[] =
 "  -n N        lat: iterations per reap mode (default 2000);\n"
 "              push: pushes at least, and -t seconds (default 3);\n"
 "              plan: segments per job (default 1048576)\n"
-"  -m MODES    lat: block, poll or block,poll (default both)\n"
+"  -m MODES    lat: block, poll or block,poll (default both); bw, rate:\n"
+"              poll reaps with KXFER_REAP_BUSY_POLL (default block)\n"
 "  -L N -T N -B N  kv: layers, tokens, bytes of K per token and layer\n"
 "              (default 16 x 512 x 256: 4 MiB of K and V)\n"
 "  -G N        planner: SGEs per WR (default 32, the module's cap)\n"
@@ -599,6 +600,7 @@ static void run_stream(const char *mode, uint32_t op, uint64_t size)
 	static struct kxfer_event ev[MAX_QD];
 	uint64_t span, slots, next = 0, bytes = 0, done = 0;
 	unsigned int qd = opt.qd, batch = opt.batch, inflight = 0, i, min;
+	bool busy = opt.reaps == 2;	/* -m poll */
 	struct cpu_mark c0;
 	double t0, end;
 	struct row *r;
@@ -641,8 +643,8 @@ static void run_stream(const char *mode, uint32_t op, uint64_t size)
 		 * Wait for a batch's worth (or what is left): one REAP per
 		 * batch, as perftest polls its CQ once per moderation.
 		 */
-		i = reap_some(ev, MAX_QD, inflight < min ? inflight : min, 0,
-			      &bytes);
+		i = reap_some(ev, MAX_QD, inflight < min ? inflight : min,
+			      busy ? KXFER_REAP_BUSY_POLL : 0, &bytes);
 		inflight -= i;
 		done += i;
 	}
@@ -655,6 +657,8 @@ static void run_stream(const char *mode, uint32_t op, uint64_t size)
 	r->qd = qd;
 	r->batch = batch;
 	r->reap_min = min;
+	if (busy)
+		r->variant = "poll";
 	r->jobs = done;
 	r->msgs = done;
 	r->bytes = bytes;
