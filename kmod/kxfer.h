@@ -981,8 +981,12 @@ void kxfer_file_drop_handles(struct kxfer_file *kf);
 void kxfer_qp_data_init(struct kxfer_session *s, struct kxfer_qp *qp);
 
 /* poll.c: polled send CQs */
-#define KXFER_FILE_POLL_MAX	8	/* sessions one REAP polls */
-void kxfer_session_poll_init(struct kxfer_session *s, bool poll);
+/*
+ * Polled sessions one SUBMIT or REAP polls, of those the file has jobs on
+ * (the first found); the others get theirs from their poll work.
+ */
+#define KXFER_FILE_POLL_MAX	8
+void kxfer_session_poll_init(struct kxfer_session *s);
 void kxfer_session_poll_stop(struct kxfer_session *s);
 void kxfer_session_poll_arm(struct kxfer_session *s);
 int kxfer_session_poll(struct kxfer_session *s);

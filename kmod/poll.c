@@ -18,7 +18,7 @@
  * the work try s_poll_mutex and go on if someone else has it (that one
  * reaps for everybody).  q_pcq names the CQs that may be polled; it is
  * set once a QP exists and cleared, under the mutex, once teardown has
- * drained it (ib_drain_qp() polls a direct CQ itself).
+ * drained it (polling the CQ itself, under the mutex).
  */
 #include "kxfer.h"
 #include "job.h"
@@ -91,12 +91,11 @@ static void kxfer_poll_work(struct work_struct *work)
 
 /**
  * kxfer_session_poll_init - set up a session's polling
- * @s: a new session
- * @poll: whether its send CQs are polled
+ * @s: a new session; s_poll is set by its maker (peer add), before it
+ *	connects
  */
-void kxfer_session_poll_init(struct kxfer_session *s, bool poll)
+void kxfer_session_poll_init(struct kxfer_session *s)
 {
-	s->s_poll = poll;
 	mutex_init(&s->s_poll_mutex);
 	INIT_DELAYED_WORK(&s->s_poll_work, kxfer_poll_work);
 }
@@ -151,11 +150,68 @@ int kxfer_session_poll(struct kxfer_session *s)
  */
 void kxfer_session_poll_enable(struct kxfer_session *s, struct kxfer_qp *qp)
 {
+	lockdep_assert_held(&s->s_mutex);
 	if (!s->s_poll)
 		return;
 	mutex_lock(&s->s_poll_mutex);
-	qp->q_pcq = qp->q_cq;
+	WRITE_ONCE(qp->q_pcq, qp->q_cq);
 	mutex_unlock(&s->s_poll_mutex);
+}
+
+struct kxfer_poll_drain {
+	struct ib_cqe		cqe;
+	struct completion	done;
+};
+
+static void kxfer_poll_drain_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kxfer_poll_drain *d = container_of(wc->wr_cqe,
+						  struct kxfer_poll_drain, cqe);
+
+	complete(&d->done);
+}
+
+/*
+ * ib_drain_sq() for a polled send CQ, as its own version does (the QP to
+ * the error state, a marker WR behind everything posted, wait for its
+ * flush), but polling every few tens of microseconds: the core's waits
+ * 100 ms before it polls a direct CQ, for each QP, while the session's
+ * locks are held.  Caller holds s_poll_mutex.
+ */
+static void kxfer_poll_drain_sq(struct kxfer_qp *qp)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct ib_qp *ibqp = qp->q_id->qp;
+	struct kxfer_poll_drain d;
+	struct ib_rdma_wr swr = {
+		.wr = {
+			.wr_cqe = &d.cqe,
+			.opcode = IB_WR_RDMA_WRITE,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+	};
+	unsigned long warn = jiffies + 10 * HZ;
+	int ret;
+
+	d.cqe.done = kxfer_poll_drain_done;
+	init_completion(&d.done);
+	ret = ib_modify_qp(ibqp, &attr, IB_QP_STATE);
+	if (!ret)
+		ret = ib_post_send(ibqp, &swr.wr, NULL);
+	if (WARN_ONCE(ret, "kxfer: cannot drain a polled QP: %d\n", ret))
+		return;
+	while (!try_wait_for_completion(&d.done)) {
+		ib_process_cq_direct(qp->q_cq, -1);
+		if (try_wait_for_completion(&d.done))
+			break;
+		/* as the core's drain, which waits as long as it takes */
+		if (time_after(jiffies, warn)) {
+			pr_warn_ratelimited("kxfer: peer %s: QP %u is slow to drain\n",
+					    qp->q_sess->s_name, qp->q_index);
+			warn = jiffies + 10 * HZ;
+		}
+		usleep_range(20, 100);
+	}
 }
 
 /**
@@ -164,23 +220,38 @@ void kxfer_session_poll_enable(struct kxfer_session *s, struct kxfer_qp *qp)
  * @qps: bit i: drain s_qps[i]
  * @disable: then let nobody poll any of the session's CQs again
  *
- * ib_drain_qp() polls a direct CQ itself; users and the work wait (they
- * find the mutex taken and go on).  Caller holds s_mutex.
+ * A polled session's send queues are drained polling their CQs here;
+ * users and the work find the mutex taken and go on.  With @disable,
+ * whatever is left in those CQs is reaped before they are unhooked, so
+ * that no completion is freed with its CQ.  Caller holds s_mutex.
  */
 void kxfer_session_poll_drain(struct kxfer_session *s, unsigned long qps,
 			      bool disable)
 {
 	unsigned int i;
 
-	if (s->s_poll)
-		mutex_lock(&s->s_poll_mutex);
-	for_each_set_bit(i, &qps, KXFER_MAX_QPS)
-		ib_drain_qp(s->s_qps[i].q_id->qp);
-	if (disable)
-		for (i = 0; i < KXFER_MAX_QPS; i++)
-			s->s_qps[i].q_pcq = NULL;
-	if (s->s_poll)
-		mutex_unlock(&s->s_poll_mutex);
+	lockdep_assert_held(&s->s_mutex);
+	if (!s->s_poll) {
+		for_each_set_bit(i, &qps, KXFER_MAX_QPS)
+			ib_drain_qp(s->s_qps[i].q_id->qp);
+		return;
+	}
+	mutex_lock(&s->s_poll_mutex);
+	for_each_set_bit(i, &qps, KXFER_MAX_QPS) {
+		kxfer_poll_drain_sq(&s->s_qps[i]);
+		/* the receive CQ is interrupt-driven: the core's drain */
+		ib_drain_rq(s->s_qps[i].q_id->qp);
+	}
+	if (disable) {
+		for (i = 0; i < KXFER_MAX_QPS; i++) {
+			struct ib_cq *cq = s->s_qps[i].q_pcq;
+
+			if (cq)
+				ib_process_cq_direct(cq, -1);
+			WRITE_ONCE(s->s_qps[i].q_pcq, NULL);
+		}
+	}
+	mutex_unlock(&s->s_poll_mutex);
 }
 
 /**
@@ -189,6 +260,8 @@ void kxfer_session_poll_drain(struct kxfer_session *s, unsigned long qps,
  * @done: completed by the handler of the work request waited for
  * @tmo: in jiffies
  *
+ * A polled session's is polled for every few tens of microseconds (a
+ * registration takes microseconds; a tick would be milliseconds each).
  * Return: true if @done completed in time.  May sleep.
  */
 bool kxfer_session_poll_wait(struct kxfer_session *s, struct completion *done,
@@ -200,10 +273,11 @@ bool kxfer_session_poll_wait(struct kxfer_session *s, struct completion *done,
 		return wait_for_completion_timeout(done, tmo);
 	for (;;) {
 		kxfer_session_poll(s);
-		if (wait_for_completion_timeout(done, 1))
+		if (try_wait_for_completion(done))
 			return true;
 		if (time_after(jiffies, end))
 			return false;
+		usleep_range(20, 100);
 	}
 }
 

@@ -404,10 +404,10 @@ static void kxfer_qp_kick(struct kxfer_qp *qp)
 		if (p->p_posted == p->p_nwr)
 			list_del_init(&p->p_node);
 	}
+	/* What was posted before a bad WR completes too. */
+	kxfer_session_poll_arm(qp->q_sess);
 	if (ret)
 		kxfer_session_fail(qp->q_sess, ret, "cannot post a work request");
-	else
-		kxfer_session_poll_arm(qp->q_sess);
 }
 
 void kxfer_job_wc_batch(struct ib_cq *cq, struct ib_wc *wc)

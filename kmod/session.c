@@ -907,7 +907,7 @@ static struct kxfer_session *kxfer_session_alloc(const char *name,
 	INIT_LIST_HEAD(&s->s_regs);
 	INIT_LIST_HEAD(&s->s_rexports);
 	INIT_LIST_HEAD(&s->s_notifyq);
-	kxfer_session_poll_init(s, false);
+	kxfer_session_poll_init(s);
 	s->s_id = atomic_inc_return(&kxfer_session_ids);
 	for (i = 0; i < KXFER_MAX_QPS; i++) {
 		spin_lock_init(&s->s_qps[i].q_post_lock);
