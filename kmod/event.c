@@ -289,6 +289,7 @@ static void *kxfer_file_bounce(struct kxfer_file *kf)
 long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 {
 	struct kxfer_event __user *uev;
+	u64 slice_ns = 16 * NSEC_PER_USEC;
 	u32 msgs_used = 0;
 	struct kxfer_reap r;
 	void *bounce = NULL;
@@ -335,7 +336,32 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 			cond_resched();
 			continue;
 		}
-		if (r.timeout_ns < 0) {
+		if (kxfer_file_polled_inflight(kf)) {
+			/*
+			 * Jobs on polled sessions complete by themselves only
+			 * at their work's tick: sleep in slices that double
+			 * from 16 us to a tick, polling after each.
+			 */
+			ktime_t slice = ns_to_ktime(slice_ns);
+
+			if (r.timeout_ns > 0) {
+				ktime_t left = ktime_sub(deadline, ktime_get());
+
+				if (ktime_to_ns(left) <= 0)
+					break;
+				slice = min(slice, left);
+			}
+			ret = wait_event_interruptible_hrtimeout(kf->kf_wait,
+								 kxfer_events_ready(kf) >= r.min,
+								 slice);
+			if (ret == -ETIME)
+				ret = 0;
+			else if (ret)
+				ret = -EINTR;
+			slice_ns = min_t(u64, 2 * slice_ns, TICK_NSEC);
+			if (!ret)
+				kxfer_file_poll_cqs(kf);
+		} else if (r.timeout_ns < 0) {
 			ret = wait_event_interruptible(kf->kf_wait,
 						       kxfer_events_ready(kf) >= r.min);
 			if (ret)

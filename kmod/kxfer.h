@@ -996,6 +996,7 @@ void kxfer_session_poll_drain(struct kxfer_session *s, unsigned long qps,
 bool kxfer_session_poll_wait(struct kxfer_session *s, struct completion *done,
 			     unsigned long tmo);
 int kxfer_file_poll_cqs(struct kxfer_file *kf);
+bool kxfer_file_polled_inflight(struct kxfer_file *kf);
 void kxfer_file_set_poll_locked(struct kxfer_file *kf);
 void kxfer_qps_data_stop(struct kxfer_session *s);
 void kxfer_qps_data_fail(struct kxfer_session *s);

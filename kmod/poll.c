@@ -11,8 +11,9 @@
  * interrupt-driven CQ of their own: the control channel, and with it
  * keepalive, never waits for a user.  Nor does anything else: a delayed
  * work polls a tick after anything is posted, and again every tick while
- * something is outstanding, for the backlog, the control channel and a
- * reaper that sleeps.
+ * something is outstanding, for the backlog, the control channel and
+ * files that do not call in.  A REAP that sleeps polls between slices of
+ * sleep that double from 16 us to a tick (event.c).
  *
  * One poller at a time, as ib_process_cq_direct() requires: users and
  * the work try s_poll_mutex and go on if someone else has it (that one
@@ -279,6 +280,29 @@ bool kxfer_session_poll_wait(struct kxfer_session *s, struct completion *done,
 			return false;
 		usleep_range(20, 100);
 	}
+}
+
+/**
+ * kxfer_file_polled_inflight - whether the file has jobs on a polled session
+ * @kf: the file
+ */
+bool kxfer_file_polled_inflight(struct kxfer_file *kf)
+{
+	struct kxfer_gate *g;
+	unsigned long flags;
+	bool ret = false;
+
+	if (!READ_ONCE(kf->kf_poll))
+		return false;
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	list_for_each_entry(g, &kf->kf_gates, g_node) {
+		if (g->g_sess->s_poll && g->g_inflight) {
+			ret = true;
+			break;
+		}
+	}
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	return ret;
 }
 
 /**

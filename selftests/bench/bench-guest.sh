@@ -241,13 +241,12 @@ group_args() {
 		local i
 
 		group_args "${1%_cqpoll}"
-		# busy-polling reaps only (-m poll): a blocking one would wait
-		# for the session's poll work, a tick later
+		# bw and rate reap busy-polling there (-m poll), as perftest
+		# polls its CQ; lat measures both kinds of reap, as on q1
 		for i in "${!KX[@]}"; do
 			[[ ${KX[i]} == q[14] ]] && KX[i]=p${KX[i]#q}
-			[[ ${KX[i]} == block,poll ]] && KX[i]=poll
 		done
-		[[ " ${KX[*]} " == *" -m poll "* ]] ||
+		[[ " ${KX[*]} " == *" -m "* ]] ||
 			KX=("${KX[@]:0:${#KX[@]}-1}" -m poll "${KX[-1]}")
 		return 0
 	fi
