@@ -273,6 +273,23 @@ t_poll_counts() {
 
 	defer kxferctl peer del upoll
 
+	# A sleeping REAP on a polled session polls between slices of sleep
+	# (16 us doubling): of 250 one-at-a-time jobs, the submitter (its
+	# SUBMIT and its sleeping REAP) reaps most itself; a reap that only
+	# slept would leave those that were not done at the end of SUBMIT to
+	# the poll work's tick (counted apart), whatever the machine's speed.
+	local u0 u1
+	u0=$(kxferctl -j stats show upoll | jq -e '.[0].polled')
+	w0=$(_poll_work_count)
+	j=$("$KXFER_TOP/tools/kxfer-bench/kxfer-bench" -j -p upoll -P usrc \
+		-e usrc-x -o write -s 8 -n 200 -m block lat)
+	echo "$j"
+	echo "$j" | jq -e '.[0].variant == "block" and .[0].jobs == 200' >/dev/null
+	u1=$(kxferctl -j stats show upoll | jq -e '.[0].polled')
+	w1=$(_poll_work_count)
+	echo "blocking lat: polled $u0 -> $u1, polled_work $w0 -> $w1"
+	((u1 - u0 > w1 - w0))
+
 	j=$(kxferctl -j stats show)
 	echo "$j" | jq -c '.[] | {name, id, jobs, polled, polled_work}'
 	echo "$j" | jq -e '[.[] | select(.name == "upoll")][0] |
