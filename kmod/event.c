@@ -290,6 +290,7 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 {
 	struct kxfer_event __user *uev;
 	u64 slice_ns = 16 * NSEC_PER_USEC;
+	bool polled;
 	u32 msgs_used = 0;
 	struct kxfer_reap r;
 	void *bounce = NULL;
@@ -336,41 +337,27 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 			cond_resched();
 			continue;
 		}
-		if (kxfer_file_polled_inflight(kf)) {
-			/*
-			 * Jobs on polled sessions complete by themselves only
-			 * at their work's tick: sleep in slices that double
-			 * from 16 us to a tick, polling after each.
-			 */
-			ktime_t slice = ns_to_ktime(slice_ns);
-
-			if (r.timeout_ns > 0) {
-				ktime_t left = ktime_sub(deadline, ktime_get());
-
-				if (ktime_to_ns(left) <= 0)
-					break;
-				slice = min(slice, left);
-			}
-			ret = wait_event_interruptible_hrtimeout(kf->kf_wait,
-								 kxfer_events_ready(kf) >= r.min,
-								 slice);
-			if (ret == -ETIME)
-				ret = 0;
-			else if (ret)
-				ret = -EINTR;
-			slice_ns = min_t(u64, 2 * slice_ns, TICK_NSEC);
-			if (!ret)
-				kxfer_file_poll_cqs(kf);
-		} else if (r.timeout_ns < 0) {
+		/*
+		 * Jobs on polled sessions complete by themselves only at their
+		 * work's tick: then sleep in slices that double from 16 us to
+		 * a tick, polling after each.
+		 */
+		polled = kxfer_file_polled_inflight(kf);
+		if (r.timeout_ns < 0 && !polled) {
 			ret = wait_event_interruptible(kf->kf_wait,
 						       kxfer_events_ready(kf) >= r.min);
 			if (ret)
 				ret = -EINTR;
 		} else {
-			ktime_t left = ktime_sub(deadline, ktime_get());
+			ktime_t left = r.timeout_ns < 0 ? KTIME_MAX :
+				       ktime_sub(deadline, ktime_get());
 
 			if (ktime_to_ns(left) <= 0)
 				break;
+			if (polled) {
+				left = min(left, ns_to_ktime(slice_ns));
+				slice_ns = min_t(u64, 2 * slice_ns, TICK_NSEC);
+			}
 			ret = wait_event_interruptible_hrtimeout(kf->kf_wait,
 								 kxfer_events_ready(kf) >= r.min,
 								 left);
@@ -378,6 +365,8 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 				ret = 0;
 			else if (ret)
 				ret = -EINTR;
+			if (!ret && polled)
+				kxfer_file_poll_cqs(kf);
 		}
 		if (ret)
 			break;

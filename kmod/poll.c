@@ -282,27 +282,41 @@ bool kxfer_session_poll_wait(struct kxfer_session *s, struct completion *done,
 	}
 }
 
+/*
+ * The polled sessions the file has jobs on, the first @max of them, into
+ * @ss (may be NULL); their number.  Gates, and the session each holds,
+ * live as long as the file.
+ */
+static unsigned int kxfer_file_polled(struct kxfer_file *kf,
+				      struct kxfer_session **ss,
+				      unsigned int max)
+{
+	struct kxfer_gate *g;
+	unsigned long flags;
+	unsigned int n = 0;
+
+	if (!READ_ONCE(kf->kf_poll))
+		return 0;
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	list_for_each_entry(g, &kf->kf_gates, g_node) {
+		if (!g->g_sess->s_poll || !g->g_inflight)
+			continue;
+		if (ss)
+			ss[n] = g->g_sess;
+		if (++n == max)
+			break;
+	}
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+	return n;
+}
+
 /**
  * kxfer_file_polled_inflight - whether the file has jobs on a polled session
  * @kf: the file
  */
 bool kxfer_file_polled_inflight(struct kxfer_file *kf)
 {
-	struct kxfer_gate *g;
-	unsigned long flags;
-	bool ret = false;
-
-	if (!READ_ONCE(kf->kf_poll))
-		return false;
-	spin_lock_irqsave(&kf->kf_lock, flags);
-	list_for_each_entry(g, &kf->kf_gates, g_node) {
-		if (g->g_sess->s_poll && g->g_inflight) {
-			ret = true;
-			break;
-		}
-	}
-	spin_unlock_irqrestore(&kf->kf_lock, flags);
-	return ret;
+	return kxfer_file_polled(kf, NULL, 1);
 }
 
 /**
@@ -314,23 +328,9 @@ bool kxfer_file_polled_inflight(struct kxfer_file *kf)
 int kxfer_file_poll_cqs(struct kxfer_file *kf)
 {
 	struct kxfer_session *ss[KXFER_FILE_POLL_MAX];
-	unsigned int i, n = 0;
-	struct kxfer_gate *g;
-	unsigned long flags;
+	unsigned int i, n = kxfer_file_polled(kf, ss, ARRAY_SIZE(ss));
 	int done = 0;
 
-	if (!READ_ONCE(kf->kf_poll))
-		return 0;
-	/* Gates, and the session each holds, live as long as the file. */
-	spin_lock_irqsave(&kf->kf_lock, flags);
-	list_for_each_entry(g, &kf->kf_gates, g_node) {
-		if (!g->g_sess->s_poll || !g->g_inflight)
-			continue;
-		ss[n++] = g->g_sess;
-		if (n == ARRAY_SIZE(ss))
-			break;
-	}
-	spin_unlock_irqrestore(&kf->kf_lock, flags);
 	for (i = 0; i < n; i++)
 		done += kxfer_session_poll(ss[i]);
 	return done;

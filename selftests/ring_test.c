@@ -27,26 +27,7 @@
 #include "kxfer.h"	/* libkxfer */
 #include "kselftest_harness.h"
 #include "harness_main.h"
-
-/*
- * The session the tests use: suite-1's "uself", or KXFER_TEST_PEER, with
- * KXFER_TEST_PEER_OPTS (e.g. "cq poll") for the sessions a test adds.
- */
-static const char *test_peer(void)
-{
-	const char *p = getenv("KXFER_TEST_PEER");
-
-	return p && *p ? p : "uself";
-}
-
-static const char *test_peer_opts(void)
-{
-	const char *o = getenv("KXFER_TEST_PEER_OPTS");
-
-	return o ? o : "";
-}
-
-#define PEER		test_peer()
+#include "test_peer.h"
 
 #define SRC_POOL	"usrc"
 #define SRC_EXPORT	"usrc-x"

@@ -39,16 +39,7 @@
 
 #include "kselftest_harness.h"
 #include "harness_main.h"
-
-/* The session the tests use: suite-1's "uself", or KXFER_TEST_PEER. */
-static const char *test_peer(void)
-{
-	const char *p = getenv("KXFER_TEST_PEER");
-
-	return p && *p ? p : "uself";
-}
-
-#define PEER		test_peer()
+#include "test_peer.h"
 
 #define SRC_POOL	"usrc"
 #define SRC_EXPORT	"usrc-x"

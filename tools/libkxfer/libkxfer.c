@@ -514,15 +514,19 @@ static int kx_ring_reap(struct kxfer *kx, struct kxfer_event *ev,
 					      msgs, msgs ? msgs_len : 0,
 					      &used, !count);
 		int64_t left = timeout_ns;
+		uint32_t rflags;
 
 		count += k;
+		rflags = __atomic_load_n(&kx->kx_ring->flags, __ATOMIC_RELAXED);
 		/*
-		 * Room is there: have the waiting ones moved in; or polled
-		 * sessions' completions reaped (what REAP does first).
+		 * Room is there: have the waiting ones moved in; or, before
+		 * returning short, polled sessions' completions reaped (what
+		 * REAP does first; a REAP that waits, below, polls anyway).
 		 */
 		if (!k && count < max &&
-		    (__atomic_load_n(&kx->kx_ring->flags, __ATOMIC_RELAXED) &
-		     (KXFER_RING_F_NEED_REAP | KXFER_RING_F_POLL))) {
+		    ((rflags & KXFER_RING_F_NEED_REAP) ||
+		     ((rflags & KXFER_RING_F_POLL) &&
+		      (count >= min || !timeout_ns)))) {
 			ret = kx_ring_wait(kx, 0, 0, 0);
 			if (ret)
 				return count ? (int)count : ret;
