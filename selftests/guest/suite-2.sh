@@ -369,11 +369,17 @@ t_withdraw_live() {
 # --- exports change while the session is up ----------------------------------
 
 t_export_add_del_live() {
-	local t0 dt
+	local t0 dt bound
 
+	# One control message and kxferctl's polling; a TCG guest on a busy
+	# host took 1028 ms once (load 10), and 3029 ms beside a host CPU hog
+	# on 6.12: a bound, not a benchmark, so it scales with KXFER_SLOW.
+	bound=$(_kx_slow 5000)
 	if on_a; then
 		barrier live-go
 		kxferctl export add live pool kv offset 8M len 1M access read
+		# If b gives up early, later tests must not see "live".
+		defer sh -c 'kxferctl export del live 2>/dev/null || true'
 		barrier live-added
 		barrier live-seen
 		kxferctl export del live
@@ -384,20 +390,18 @@ t_export_add_del_live() {
 	barrier live-go
 	barrier live-added
 	t0=$(now_ms)
-	busywait 5000 has_rexport pa live
+	busywait 10000 has_rexport pa live
 	dt=$(($(now_ms) - t0))
-	echo "export add seen after $dt ms"
-	# One control message and kxferctl's polling; a TCG guest on a busy
-	# host took 1028 ms once (load 10): a bound, not a benchmark.
-	[ "$dt" -le 3000 ] || { echo "took more than 3 s"; exit 1; }
+	echo "export add seen after $dt ms (bound $bound ms)"
+	[ "$dt" -le "$bound" ] || { echo "took more than $bound ms"; kxferctl peer show pa; exit 1; }
 	has_rexport pa4 live
 	barrier live-seen
 	barrier live-deleted
 	t0=$(now_ms)
-	busywait 5000 check_fail has_rexport pa live
+	busywait 10000 check_fail has_rexport pa live
 	dt=$(($(now_ms) - t0))
-	echo "export del seen after $dt ms"
-	[ "$dt" -le 3000 ] || { echo "took more than 3 s"; exit 1; }
+	echo "export del seen after $dt ms (bound $bound ms)"
+	[ "$dt" -le "$bound" ] || { echo "took more than $bound ms"; kxferctl peer show pa; exit 1; }
 	barrier live-gone
 }
 
