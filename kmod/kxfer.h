@@ -786,6 +786,7 @@ const u8 *kxfer_sa_bytes(const struct sockaddr *sa, unsigned int *len);
  * @l_key: the key accepting sessions prove unless their node has its
  *	own (a user reference), or %NULL
  * @l_auth_required: only authenticated sessions are kept
+ * @l_poll: the sessions it accepts have polled send CQs (poll.c)
  * @l_counts: sessions that authenticated, handshakes that failed
  */
 struct kxfer_listener {
@@ -805,6 +806,7 @@ struct kxfer_listener {
 	struct delayed_work	l_retry;
 	struct kxfer_key	*l_key;
 	bool			l_auth_required;
+	bool			l_poll;
 	struct kxfer_auth_counts *l_counts;
 };
 
@@ -813,7 +815,7 @@ extern struct list_head kxfer_listeners;
 
 int kxfer_listen_create(const struct sockaddr_storage *addr,
 			const struct kxfer_prefix *allow, unsigned int nallow,
-			struct kxfer_key *key, bool auth_required,
+			struct kxfer_key *key, bool auth_required, bool poll,
 			struct netlink_ext_ack *extack);
 int kxfer_listen_delete(const struct sockaddr_storage *addr,
 			struct netlink_ext_ack *extack);
@@ -991,6 +993,7 @@ void kxfer_session_poll_stop(struct kxfer_session *s);
 void kxfer_session_poll_arm(struct kxfer_session *s);
 int kxfer_session_poll(struct kxfer_session *s);
 void kxfer_session_poll_enable(struct kxfer_session *s, struct kxfer_qp *qp);
+void kxfer_session_poll_unhook(struct kxfer_session *s, struct kxfer_qp *qp);
 void kxfer_session_poll_drain(struct kxfer_session *s, unsigned long qps,
 			      bool disable);
 bool kxfer_session_poll_wait(struct kxfer_session *s, struct completion *done,

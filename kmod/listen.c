@@ -391,6 +391,7 @@ static void kxfer_listener_retry(struct work_struct *work)
  *	(kxfer_key_get()), or %NULL; the listener takes the reference, or
  *	drops it on failure
  * @auth_required: keep only sessions that authenticate
+ * @poll: the sessions it accepts have polled send CQs
  * @extack: for the reason of a refusal
  *
  * Return: 0; %-EEXIST for an address already listened on; the error of
@@ -399,7 +400,7 @@ static void kxfer_listener_retry(struct work_struct *work)
  */
 int kxfer_listen_create(const struct sockaddr_storage *addr,
 			const struct kxfer_prefix *allow, unsigned int nallow,
-			struct kxfer_key *key, bool auth_required,
+			struct kxfer_key *key, bool auth_required, bool poll,
 			struct netlink_ext_ack *extack)
 {
 	struct kxfer_listener *l, *it;
@@ -420,6 +421,7 @@ int kxfer_listen_create(const struct sockaddr_storage *addr,
 	}
 	l->l_key = key;
 	l->l_auth_required = auth_required;
+	l->l_poll = poll;
 	l->l_kind = KXFER_CM_LISTENER;
 	refcount_set(&l->l_ref, 1);
 	spin_lock_init(&l->l_log_lock);

@@ -81,6 +81,7 @@ static const struct nla_policy kxfer_listen_policy[KXFER_A_LISTEN_MAX + 1] = {
 	[KXFER_A_LISTEN_KEY]	= { .type = NLA_NUL_STRING,
 				    .len = KXFER_NAME_MAX - 1 },
 	[KXFER_A_LISTEN_AUTH]	= NLA_POLICY_MAX(NLA_U32, KXFER_AUTH_REQUIRED),
+	[KXFER_A_LISTEN_POLL]	= { .type = NLA_FLAG },
 };
 
 static const struct nla_policy kxfer_peer_new_policy[KXFER_A_PEER_MAX + 1] = {
@@ -790,7 +791,9 @@ static int kxfer_nl_listen_new_doit(struct sk_buff *skb,
 	ret = kxfer_listen_create(&ss, allow, nallow, key,
 				  info->attrs[KXFER_A_LISTEN_AUTH] &&
 				  nla_get_u32(info->attrs[KXFER_A_LISTEN_AUTH]) ==
-				  KXFER_AUTH_REQUIRED, info->extack);
+				  KXFER_AUTH_REQUIRED,
+				  nla_get_flag(info->attrs[KXFER_A_LISTEN_POLL]),
+				  info->extack);
 out_free:
 	kfree(allow);
 	return ret;
@@ -847,7 +850,8 @@ static int kxfer_nl_fill_listen(struct sk_buff *skb, struct kxfer_listener *l)
 	    nla_put_u32(skb, KXFER_A_LISTEN_AUTH_OK,
 			atomic_read(&l->l_counts->ac_ok)) ||
 	    nla_put_u32(skb, KXFER_A_LISTEN_AUTH_FAILED,
-			atomic_read(&l->l_counts->ac_failed)))
+			atomic_read(&l->l_counts->ac_failed)) ||
+	    (l->l_poll && nla_put_flag(skb, KXFER_A_LISTEN_POLL)))
 		return -EMSGSIZE;
 	for (i = 0; i < l->l_nallow; i++)
 		if (kxfer_nl_put_prefix(skb, KXFER_A_LISTEN_ALLOW, &l->l_allow[i]))

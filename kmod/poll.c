@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * kxfer: polled send completion queues (the peer option "poll").
+ * kxfer: polled send completion queues (peer add's and listen's "cq poll").
  *
  * A polled session's QPs take their send completions (data WRs, control
  * sends, registrations) on IB_POLL_DIRECT CQs that no interrupt or
@@ -92,8 +92,8 @@ static void kxfer_poll_work(struct work_struct *work)
 
 /**
  * kxfer_session_poll_init - set up a session's polling
- * @s: a new session; s_poll is set by its maker (peer add), before it
- *	connects
+ * @s: a new session; s_poll is set by its maker (peer add, or the
+ *	listener that accepted it) before its first QP is set up
  */
 void kxfer_session_poll_init(struct kxfer_session *s)
 {
@@ -156,6 +156,25 @@ void kxfer_session_poll_enable(struct kxfer_session *s, struct kxfer_qp *qp)
 		return;
 	mutex_lock(&s->s_poll_mutex);
 	WRITE_ONCE(qp->q_pcq, qp->q_cq);
+	mutex_unlock(&s->s_poll_mutex);
+}
+
+/**
+ * kxfer_session_poll_unhook - let nobody poll a QP's send CQ again
+ * @s: the session
+ * @qp: its QP, whose CQ is about to be freed; destroyed, or never used
+ *
+ * What is left in the CQ is reaped first.  Caller holds s_mutex.
+ */
+void kxfer_session_poll_unhook(struct kxfer_session *s, struct kxfer_qp *qp)
+{
+	lockdep_assert_held(&s->s_mutex);
+	if (!s->s_poll)
+		return;
+	mutex_lock(&s->s_poll_mutex);
+	if (qp->q_pcq)
+		ib_process_cq_direct(qp->q_pcq, -1);
+	WRITE_ONCE(qp->q_pcq, NULL);
 	mutex_unlock(&s->s_poll_mutex);
 }
 
@@ -243,16 +262,10 @@ void kxfer_session_poll_drain(struct kxfer_session *s, unsigned long qps,
 		/* the receive CQ is interrupt-driven: the core's drain */
 		ib_drain_rq(s->s_qps[i].q_id->qp);
 	}
-	if (disable) {
-		for (i = 0; i < KXFER_MAX_QPS; i++) {
-			struct ib_cq *cq = s->s_qps[i].q_pcq;
-
-			if (cq)
-				ib_process_cq_direct(cq, -1);
-			WRITE_ONCE(s->s_qps[i].q_pcq, NULL);
-		}
-	}
 	mutex_unlock(&s->s_poll_mutex);
+	if (disable)
+		for (i = 0; i < KXFER_MAX_QPS; i++)
+			kxfer_session_poll_unhook(s, &s->s_qps[i]);
 }
 
 /**

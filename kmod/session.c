@@ -1237,6 +1237,8 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 		s->s_state = KXFER_PEER_CONNECTING;
 		s->s_start_ns = kxfer_now_ns();
 		memcpy(&s->s_dst, &id->route.addr.dst_addr, sizeof(s->s_dst));
+		/* before its first QP is set up, as peer add sets it */
+		s->s_poll = l->l_poll;
 		kxfer_auth_accept_init(s, l);
 		if (!kxfer_auth_pending(s))
 			kxfer_sessions_supersede(s);
@@ -1298,7 +1300,8 @@ out_undo:
 	/* The caller refuses the request and destroys the id. */
 	if (id->qp)
 		rdma_destroy_qp(id);
-	/* An acceptor's session: never polled (q_pcq stays NULL). */
+	/* Nothing was posted on its send CQ: nobody may poll it now. */
+	kxfer_session_poll_unhook(s, qp);
 	if (qp->q_cq)
 		ib_free_cq(qp->q_cq);
 	if (qp->q_rcq)

@@ -198,6 +198,7 @@ static const struct attr a_listen[] = {
 	[KXFER_A_LISTEN_AUTH] = { T_U32 },
 	[KXFER_A_LISTEN_AUTH_OK] = { T_U32 },
 	[KXFER_A_LISTEN_AUTH_FAILED] = { T_U32 },
+	[KXFER_A_LISTEN_POLL] = { T_FLAG },
 };
 
 static const struct attr a_prefix[] = {

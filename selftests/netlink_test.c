@@ -577,6 +577,24 @@ TEST_F(nl, peer_new_poll_with_payload)
 	EXPECT_EQ(-ENOENT, knl_xfer(&self->nl, NULL, NULL));
 }
 
+/* As for a listener's "cq poll": refused, and nothing listens there. */
+TEST_F(nl, listen_new_poll_with_payload)
+{
+	uint16_t port = 7099;
+
+	knl_begin(&self->nl, self->nl.family, KXFER_CMD_LISTEN_NEW, NLM_F_ACK);
+	knl_put(&self->nl, KXFER_A_LISTEN_ADDR, (uint8_t[]){ 10, 99, 0, 1 }, 4);
+	knl_put(&self->nl, KXFER_A_LISTEN_PORT, &port, sizeof(port));
+	knl_put_u32(&self->nl, KXFER_A_LISTEN_POLL, 1);
+	EXPECT_EQ(-ERANGE, knl_xfer(&self->nl, NULL, NULL));
+	EXPECT_STREQ("Attribute failed policy validation", self->nl.extack);
+	knl_begin(&self->nl, self->nl.family, KXFER_CMD_LISTEN_DEL, NLM_F_ACK);
+	knl_put(&self->nl, KXFER_A_LISTEN_ADDR, (uint8_t[]){ 10, 99, 0, 1 }, 4);
+	knl_put(&self->nl, KXFER_A_LISTEN_PORT, &port, sizeof(port));
+	EXPECT_EQ(-ENOENT, knl_xfer(&self->nl, NULL, NULL));
+	EXPECT_STREQ("not listening there", self->nl.extack);
+}
+
 TEST_F(nl, export_del_unknown)
 {
 	EXPECT_EQ(-ENOENT, export_del(&self->nl, "no-such-export"));

@@ -456,6 +456,90 @@ t_wrong_port() {
 	barrier wp-done
 }
 
+# --- polled acceptors --------------------------------------------------------------
+
+# pacc_json: a's accepting sessions with polled CQs
+pacc_json() {
+	kxferctl -j peer show | jq -c '[.[] | select(.role == "acceptor" and .cq == "poll")]'
+}
+
+pacc_up() {
+	pacc_json | jq -e 'length == 1 and .[0].state == "up" and .[0].qps == 2' >/dev/null
+}
+
+pacc_gone() {
+	pacc_json | jq -e 'length == 0' >/dev/null
+}
+
+pacc_polled_work() {
+	kxferctl -j stats show | jq -e --argjson id "$1" '.[] | select(.id == $id) | .polled_work'
+}
+
+# A listener made with "cq poll" (port 7001) gives the sessions it accepts
+# polled send CQs; the default listener's stay interrupt-driven.  Nobody on
+# a polls them (no job of a's uses it): the poll work reaps a's control
+# sends (the exports it advertises, an export added and withdrawn while
+# up, keepalive), and b sees each.  Deleting the peer tears the polled
+# acceptor down (its CQs drained and unhooked under the poll lock).
+t_poll_acceptor() {
+	local id w0 w1
+
+	if on_a; then
+		expect_status 2 kxferctl listen "$A" port 7001 cq sometimes
+		kxferctl listen "$A" port 7001 allow 10.99.0.2/32 cq poll
+		defer kxferctl listen del "$A" port 7001
+		kxferctl -j listen show | jq -e '(.[] | select(.port == 7001) | .cq == "poll") and
+			([.[] | select(.port != 7001) | .cq] | unique == ["irq"])' >/dev/null
+		kxferctl listen show | grep ' port 7001 ' | grep -q ' cq poll'
+		barrier pacc-listen
+		barrier pacc-added
+		busywait 10000 pacc_up || { pacc_json; exit 1; }
+		pacc_json
+		# the other accepting sessions were never polled
+		kxferctl -j peer show | jq -e '[.[] | select(.role == "acceptor" and .cq != "poll")] |
+			length == 2' >/dev/null
+		id=$(pacc_json | jq '.[0].id')
+		kxferctl export add pacc-x pool kv offset 12M len 64K access read
+		barrier pacc-x-added
+		barrier pacc-x-seen
+		kxferctl export del pacc-x
+		barrier pacc-x-deleted
+		barrier pacc-x-gone
+		w0=$(pacc_polled_work "$id")
+		sleep "$(_kx_slow 3)"
+		w1=$(pacc_polled_work "$id")
+		echo "polled acceptor: polled_work $w0 -> $w1 over 3 s idle"
+		((w1 > w0))
+		kxferctl -j stats show | jq -e --argjson id "$id" \
+			'[.[] | select(.id != $id) | .polled + .polled_work] | add == 0' >/dev/null
+		barrier pacc-idle
+		barrier pacc-deleted
+		busywait 10000 pacc_gone || { pacc_json; exit 1; }
+		return 0
+	fi
+	barrier pacc-listen
+	kxferctl peer add ppoll "$A" port 7001 qps 2
+	defer sh -c 'kxferctl peer del ppoll 2>/dev/null || true'
+	busywait 20000 peer_state ppoll up || { peer_json ppoll; exit 1; }
+	# its own side is not polled: the choice is each node's
+	peer_json ppoll | jq -e '.[0].cq == "irq"' >/dev/null
+	# what a advertised over its polled control sends
+	has_rexport ppoll kvw
+	barrier pacc-added
+	barrier pacc-x-added
+	busywait 5000 has_rexport ppoll pacc-x || { peer_json ppoll; exit 1; }
+	barrier pacc-x-seen
+	barrier pacc-x-deleted
+	busywait 5000 check_fail has_rexport ppoll pacc-x || { peer_json ppoll; exit 1; }
+	barrier pacc-x-gone
+	# b's writes into a: a's polled acceptor has nothing to reap for them
+	xfer job ppoll kvw local write 0:0:65536 65536:131072:4096
+	barrier pacc-idle
+	peer_state ppoll up
+	kxferctl peer del ppoll
+	barrier pacc-deleted
+}
+
 # --- faults ----------------------------------------------------------------------
 
 # a drops every packet it sends for 6 s (link_drop, common.sh): to b, a is
@@ -838,6 +922,7 @@ ktest2 withdraw_live t_withdraw_live
 ktest2 export_add_del_live t_export_add_del_live
 ktest2 not_allowed t_not_allowed
 ktest2 wrong_port t_wrong_port
+ktest2 poll_acceptor t_poll_acceptor
 ktest2 hostile_peer t_hostile_peer
 ktest2 hostile_peer_limits t_hostile_peer_limits
 ktest2 hostile_broken_qp t_hostile_broken_qp

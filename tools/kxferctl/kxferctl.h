@@ -110,6 +110,8 @@ int kx_parse_access(const char *str, uint32_t *val);
 #define KX_AUTH_POLICIES	2
 extern const char *const kx_auth_policies[KX_AUTH_POLICIES];
 int kx_parse_auth(const char *str, uint32_t *val);
+/* "cq irq|poll" of peer add and listen add: *poll set to 0 or 1 */
+int kx_parse_cq(const char *str, int *poll);
 int kx_check_name(const char *what, const char *name, size_t max);
 size_t kx_format_access(char *buf, size_t len, uint32_t access);
 int kx_parse_port(const char *str, uint16_t *val);

@@ -28,6 +28,7 @@ static const char *const listen_attr_names[KXFER_A_LISTEN_MAX + 1] = {
 	[KXFER_A_LISTEN_AUTH]		= "auth",
 	[KXFER_A_LISTEN_AUTH_OK]	= "auth-ok",
 	[KXFER_A_LISTEN_AUTH_FAILED]	= "auth-failed",
+	[KXFER_A_LISTEN_POLL]		= "poll",
 };
 
 static const struct kx_attr_set listen_set = {
@@ -48,6 +49,7 @@ static const struct nla_policy listen_policy[KXFER_A_LISTEN_MAX + 1] = {
 	[KXFER_A_LISTEN_AUTH]		= { .type = NLA_U32 },
 	[KXFER_A_LISTEN_AUTH_OK]	= { .type = NLA_U32 },
 	[KXFER_A_LISTEN_AUTH_FAILED]	= { .type = NLA_U32 },
+	[KXFER_A_LISTEN_POLL]		= { .type = NLA_FLAG },
 };
 
 static const char *const listen_states[] = {
@@ -60,6 +62,7 @@ static void listen_help(FILE *fp)
 	fprintf(fp,
 		"Usage: kxferctl listen [ add ] ADDR [ port PORT ] [ allow PREFIX [ PREFIX ... ] ]...\n"
 		"                               [ key KEY ] [ auth { required | optional } ]\n"
+		"                               [ cq { irq | poll } ]\n"
 		"       kxferctl listen del ADDR [ port PORT ]\n"
 		"       kxferctl listen show\n"
 		"       kxferctl listen help\n"
@@ -67,7 +70,9 @@ static void listen_help(FILE *fp)
 		"       PORT := 1..65535   (default %d)\n"
 		"       PREFIX := ADDR[/LEN]   (of ADDR's family; no LEN: that address only)\n"
 		"       KEY := the key (kxferctl key) sessions prove, unless their node has one\n"
-		"       auth required: only sessions that authenticate (default optional)\n",
+		"       auth required: only sessions that authenticate (default optional)\n"
+		"       cq poll: the sessions it accepts have polled send CQs, as peer add's\n"
+		"              (their users' SUBMIT and REAP reap them); irq (default): softirq\n",
 		KXFER_PORT);
 }
 
@@ -148,6 +153,7 @@ static int listen_print(struct kx *kx, struct nlmsghdr *nlh, void *arg)
 	if (tb[KXFER_A_LISTEN_AUTH_FAILED])
 		out_u64("auth_failed",
 			nla_get_u32(tb[KXFER_A_LISTEN_AUTH_FAILED]));
+	out_str("cq", tb[KXFER_A_LISTEN_POLL] ? "poll" : "irq");
 	/* last: in text the list runs to the end of the line */
 	if (allow_print(nlh))
 		ret = -1;
@@ -195,6 +201,7 @@ enum {
 	LISTEN_KEY_ALLOW,
 	LISTEN_KEY_KEY,
 	LISTEN_KEY_AUTH,
+	LISTEN_KEY_CQ,
 };
 
 static const char *const listen_add_keys[] = {
@@ -202,19 +209,21 @@ static const char *const listen_add_keys[] = {
 	[LISTEN_KEY_ALLOW]	= "allow",
 	[LISTEN_KEY_KEY]	= "key",
 	[LISTEN_KEY_AUTH]	= "auth",
+	[LISTEN_KEY_CQ]		= "cq",
 };
 
-/* What a new listener authenticates with. */
-struct listen_auth {
+/* A new listener's options beside its address and prefixes. */
+struct listen_opts {
 	const char *key;	/* NULL: none of its own */
 	bool has_auth;
 	uint32_t auth;		/* enum kxfer_auth_policy */
+	int poll;		/* cq poll */
 };
 
 static int listen_add_send(struct kx *kx, const struct kx_addr *addr,
 			   bool has_port, uint16_t port,
 			   const struct kx_prefix *allow, size_t nallow,
-			   const struct listen_auth *la)
+			   const struct listen_opts *la)
 {
 	struct nl_msg *msg;
 	int ret;
@@ -234,6 +243,8 @@ static int listen_add_send(struct kx *kx, const struct kx_addr *addr,
 		ret = nla_put_string(msg, KXFER_A_LISTEN_KEY, la->key);
 	if (!ret && la->has_auth)
 		ret = nla_put_u32(msg, KXFER_A_LISTEN_AUTH, la->auth);
+	if (!ret && la->poll)
+		ret = nla_put_flag(msg, KXFER_A_LISTEN_POLL);
 	if (ret < 0) {
 		nlmsg_free(msg);
 		return kx_nl_put_failed(ret);
@@ -253,12 +264,13 @@ static int listen_add_send(struct kx *kx, const struct kx_addr *addr,
 
 /*
  * listen [add] ADDR [port PORT] [allow PREFIX [PREFIX ...]]...
+ *		[key KEY] [auth required|optional] [cq irq|poll]
  *
  * "allow" may be repeated, and takes every word up to the next keyword.
  */
 static int listen_add(struct kx *kx)
 {
-	struct listen_auth la = { 0 };
+	struct listen_opts la = { 0 };
 	struct kx_prefix *allow;
 	unsigned int seen = 0;
 	struct kx_addr addr;
@@ -315,6 +327,9 @@ static int listen_add(struct kx *kx)
 		case LISTEN_KEY_AUTH:
 			ret = kx_parse_auth(val, &la.auth);
 			la.has_auth = true;
+			break;
+		case LISTEN_KEY_CQ:
+			ret = kx_parse_cq(val, &la.poll);
 			break;
 		default:
 			ret = KX_EXIT_USAGE;

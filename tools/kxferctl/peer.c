@@ -449,11 +449,8 @@ static int peer_add(struct kx *kx)
 			key = val;
 			break;
 		case PEER_KEY_CQ:
-			if (!strcmp(val, "poll"))
-				poll = 1;
-			else if (strcmp(val, "irq"))
-				return kx_usage_error("invalid cq \"%s\" (expected irq or poll)",
-						      val);
+			if (kx_parse_cq(val, &poll))
+				return KX_EXIT_USAGE;
 			break;
 		default:
 			return KX_EXIT_USAGE;

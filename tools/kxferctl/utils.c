@@ -251,6 +251,18 @@ int kx_parse_auth(const char *str, uint32_t *val)
 	return KX_EXIT_OK;
 }
 
+int kx_parse_cq(const char *str, int *poll)
+{
+	if (!strcmp(str, "poll"))
+		*poll = 1;
+	else if (!strcmp(str, "irq"))
+		*poll = 0;
+	else
+		return kx_usage_error("invalid cq \"%s\" (expected irq or poll)",
+				      str);
+	return KX_EXIT_OK;
+}
+
 size_t kx_format_access(char *buf, size_t len, uint32_t access)
 {
 	size_t pos = 0;

@@ -850,6 +850,11 @@ enum {
 	KXFER_A_LISTEN_AUTH,		/* u32, enum kxfer_auth_policy */
 	KXFER_A_LISTEN_AUTH_OK,		/* u32, sessions authenticated */
 	KXFER_A_LISTEN_AUTH_FAILED,	/* u32, authentications that failed */
+	/*
+	 * flag: the sessions it accepts have polled send CQs, as KXFER_A_PEER_POLL
+	 * gives a connecting session
+	 */
+	KXFER_A_LISTEN_POLL,
 
 	__KXFER_A_LISTEN_MAX,
 	KXFER_A_LISTEN_MAX = __KXFER_A_LISTEN_MAX - 1
@@ -911,8 +916,9 @@ enum {
 	KXFER_A_PEER_AUTH,		/* u32, enum kxfer_peer_auth */
 	KXFER_A_PEER_AUTH_FAILURES,	/* u32, handshakes failed, connecting side */
 	/*
-	 * flag, connecting side: the session's send completions are reaped
-	 * by its users' SUBMIT and REAP (polled CQs), not in softirq
+	 * flag: the session's send completions are reaped by its users'
+	 * SUBMIT and REAP (polled CQs), not in softirq; given by peer add, or
+	 * by the listener that accepted it (KXFER_A_LISTEN_POLL)
 	 */
 	KXFER_A_PEER_POLL,
 
