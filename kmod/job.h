@@ -135,6 +135,7 @@ void kxfer_job_post(struct kxfer_task *job);
 void kxfer_job_wc_batch(struct ib_cq *cq, struct ib_wc *wc);
 void kxfer_job_wc_error(struct ib_cq *cq, struct ib_wc *wc);
 void kxfer_job_start(struct kxfer_task *job, struct kxfer_kick *kick);
+void kxfer_qp_kick_work(struct work_struct *work);
 void kxfer_kick_flush(struct kxfer_kick *kick);
 void kxfer_job_abort(struct kxfer_task *job, int err);
 

@@ -359,6 +359,7 @@ static inline bool kxfer_pool_job_begin(struct kxfer_pool *pool)
 #include "wire.h"
 
 extern struct workqueue_struct *kxfer_wq;
+extern struct workqueue_struct *kxfer_post_wq;
 extern char kxfer_node_name[KXFER_NAME_MAX];
 extern unsigned int kxfer_keepalive_ms;
 extern unsigned int kxfer_keepalive_timeout_ms;
@@ -411,6 +412,12 @@ enum {
  * @q_quiet: batches posted without a completion of their own, in post
  *	order; the next signaled batch's completion retires them
  * @q_seq: batches posted, numbering them for @q_quiet
+ * @q_home: the CPU a multi-job SUBMIT's chain is posted on when posts
+ *	are spread (post_spread), or nr_cpu_ids for none
+ * @q_soft: the provider runs this QP's send work on the CPU that posts
+ *	(rxe with tasklets): post_spread's automatic choice
+ * @q_kick_work: posts the backlog on @q_home; queued with a session
+ *	reference, which it drops
  */
 struct kxfer_qp {
 	enum kxfer_cm_kind	q_kind;
@@ -432,6 +439,9 @@ struct kxfer_qp {
 	struct list_head	q_backlog;	/* job parts waiting for slots */
 	struct list_head	q_quiet;	/* posted unsignaled batches */
 	u64			q_seq;
+	unsigned int		q_home;
+	bool			q_soft;
+	struct work_struct	q_kick_work;
 
 	/* statistics since the session was made, under q_post_lock */
 	u64			q_parts;	/* job parts started */
@@ -439,6 +449,7 @@ struct kxfer_qp {
 	u64			q_wrs;		/* work requests posted */
 	u64			q_doorbells;	/* ib_post_send() calls */
 	u64			q_signaled;	/* signaled data WRs */
+	u64			q_handoffs;	/* posts run on q_home for a SUBMIT */
 };
 
 /* Statistics of a session since it was made (kxferctl stats show). */

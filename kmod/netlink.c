@@ -1073,7 +1073,7 @@ static int kxfer_nl_fill_stats(struct sk_buff *skb, struct kxfer_session *s)
 	};
 	static const int qtypes[] = {
 		KXFER_A_QP_PARTS, KXFER_A_QP_BYTES, KXFER_A_QP_WRS,
-		KXFER_A_QP_DOORBELLS, KXFER_A_QP_SIGNALED,
+		KXFER_A_QP_DOORBELLS, KXFER_A_QP_SIGNALED, KXFER_A_QP_HANDOFFS,
 	};
 	const struct kxfer_sess_stats *st = &s->s_stats;
 	const u64 svals[] = {
@@ -1118,6 +1118,7 @@ static int kxfer_nl_fill_stats(struct sk_buff *skb, struct kxfer_session *s)
 		qvals[2] = qp->q_wrs;
 		qvals[3] = qp->q_doorbells;
 		qvals[4] = qp->q_signaled;
+		qvals[5] = qp->q_handoffs;
 		spin_unlock_irqrestore(&qp->q_post_lock, flags);
 		nest = nla_nest_start(skb, KXFER_A_PEER_QP);
 		if (!nest || nla_put_u32(skb, KXFER_A_QP_INDEX, i) ||

@@ -11,12 +11,47 @@
  */
 #include <linux/slab.h>
 #include <linux/llist.h>
+#include <linux/moduleparam.h>
 
 #include "kxfer.h"
 #include "job.h"
 #include "trace.h"
 
 static LLIST_HEAD(kxfer_job_free_list);
+
+/*
+ * Where a multi-job SUBMIT's chains are posted.  A software provider does
+ * the NIC's work on the CPU that posts: rxe, while its QP tasks were
+ * tasklets (before Linux 6.4), runs a QP's requester, and on loopback the
+ * responder and completer, as softirqs of the posting CPU, so that every
+ * QP of a session shares the submitter's CPU while the others idle.  With
+ * spreading, each QP has a home CPU (spread as nvme-rdma spreads its
+ * queues) and a SUBMIT's chain for it is posted there, by a work item
+ * when the submitter runs elsewhere.  A SUBMIT of one job always posts
+ * at once, from the submitter: it is the latency path.  A NIC that takes
+ * a post as a doorbell gains nothing but a wake-up from it.
+ */
+static int kxfer_post_spread = -1;
+
+static int kxfer_post_spread_set(const char *val, const struct kernel_param *kp)
+{
+	int v, ret = kstrtoint(val, 0, &v);
+
+	if (ret)
+		return ret;
+	if (v < -1 || v > 1)
+		return -EINVAL;
+	WRITE_ONCE(kxfer_post_spread, v);
+	return 0;
+}
+
+static const struct kernel_param_ops kxfer_post_spread_ops = {
+	.set = kxfer_post_spread_set,
+	.get = param_get_int,
+};
+module_param_cb(post_spread, &kxfer_post_spread_ops, &kxfer_post_spread, 0644);
+MODULE_PARM_DESC(post_spread,
+		 "Post a multi-job SUBMIT's work requests on each QP's home CPU: -1 where the provider works on the posting CPU (rxe before Linux 6.4; default), 0 never, 1 always");
 
 static void kxfer_job_free_work(struct work_struct *work)
 {
@@ -476,10 +511,23 @@ void kxfer_qp_data_init(struct kxfer_session *s, struct kxfer_qp *qp)
 {
 	unsigned long flags;
 
+	struct ib_device *ibdev = s->s_dev->kd_ibdev;
+	unsigned int home = nr_cpu_ids;
+
+	/* One CPU has nowhere to spread to. */
+	if (num_online_cpus() > 1)
+		home = cpumask_local_spread(s->s_id + qp->q_index,
+					    ibdev_to_node(ibdev));
 	spin_lock_irqsave(&qp->q_post_lock, flags);
 	qp->q_sq_free = s->s_depth;
 	qp->q_bytes_free = KXFER_QP_INFLIGHT_BYTES;
 	qp->q_dead = false;
+	qp->q_home = home;
+#ifdef KXFER_RXE_TASKLETS
+	qp->q_soft = ibdev->ops.driver_id == RDMA_DRIVER_RXE;
+#else
+	qp->q_soft = false;
+#endif
 	spin_unlock_irqrestore(&qp->q_post_lock, flags);
 }
 
@@ -500,6 +548,9 @@ void kxfer_qps_data_stop(struct kxfer_session *s)
 		spin_lock_irqsave(&qp->q_post_lock, flags);
 		qp->q_dead = true;
 		spin_unlock_irqrestore(&qp->q_post_lock, flags);
+		/* Its reference: the caller holds another. */
+		if (cancel_work_sync(&qp->q_kick_work))
+			kxfer_session_put(s);
 	}
 }
 
@@ -607,12 +658,54 @@ void kxfer_job_start(struct kxfer_task *job, struct kxfer_kick *kick)
 }
 
 /**
+ * kxfer_qp_kick_work - post a QP's backlog on its home CPU
+ * @work: the QP's q_kick_work
+ */
+void kxfer_qp_kick_work(struct work_struct *work)
+{
+	struct kxfer_qp *qp = container_of(work, struct kxfer_qp, q_kick_work);
+	struct kxfer_session *s = qp->q_sess;
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->q_post_lock, flags);
+	if (!qp->q_dead) {
+		qp->q_handoffs++;
+		kxfer_qp_kick(qp);
+	}
+	spin_unlock_irqrestore(&qp->q_post_lock, flags);
+	kxfer_session_put(s);
+}
+
+/*
+ * Hand the QP's post to its home CPU when posts are spread and this is
+ * not it.  Whatever sits in the backlog when the work runs goes in its
+ * chain, this SUBMIT's and any queued behind it.
+ */
+static bool kxfer_qp_handoff(struct kxfer_qp *qp)
+{
+	int spread = READ_ONCE(kxfer_post_spread);
+	unsigned int home = READ_ONCE(qp->q_home);
+
+	if (spread < 0)
+		spread = READ_ONCE(qp->q_soft);
+	if (!spread || home >= nr_cpu_ids ||
+	    home == raw_smp_processor_id())
+		return false;
+	kxfer_session_get(qp->q_sess);
+	/* Already queued: that run posts this SUBMIT's part too. */
+	if (!queue_work_on(home, kxfer_post_wq, &qp->q_kick_work))
+		kxfer_session_put(qp->q_sess);
+	return true;
+}
+
+/**
  * kxfer_kick_flush - post what kxfer_job_start() left in the backlogs
  * @kick: the QPs of one session; emptied, its session reference dropped
  *
- * One chain per QP for every job of a SUBMIT.  Needs no s_mutex: a QP
- * torn down meanwhile is dead (its backlog swept), and one connected
- * again has in its backlog only what was built for the new connection.
+ * One chain per QP for every job of a SUBMIT, posted here or on the
+ * QP's home CPU (kxfer_qp_handoff).  Needs no s_mutex: a QP torn down
+ * meanwhile is dead (its backlog swept), and one connected again has in
+ * its backlog only what was built for the new connection.
  */
 void kxfer_kick_flush(struct kxfer_kick *kick)
 {
@@ -625,6 +718,8 @@ void kxfer_kick_flush(struct kxfer_kick *kick)
 	for_each_set_bit(i, &kick->k_qps, KXFER_MAX_QPS) {
 		struct kxfer_qp *qp = &s->s_qps[i];
 
+		if (kxfer_qp_handoff(qp))
+			continue;
 		spin_lock_irqsave(&qp->q_post_lock, flags);
 		if (!qp->q_dead)
 			kxfer_qp_kick(qp);

@@ -27,9 +27,11 @@
 #include <rdma/ib_cm.h>
 
 #include "kxfer.h"
+#include "job.h"
 
 struct workqueue_struct *kxfer_wq;
 static struct workqueue_struct *kxfer_reap_wq;
+struct workqueue_struct *kxfer_post_wq;
 /* protects kxfer_sessions */
 DEFINE_MUTEX(kxfer_sess_mutex);
 LIST_HEAD(kxfer_sessions);
@@ -914,6 +916,7 @@ static struct kxfer_session *kxfer_session_alloc(const char *name,
 		INIT_LIST_HEAD(&s->s_qps[i].q_backlog);
 		INIT_LIST_HEAD(&s->s_qps[i].q_quiet);
 		s->s_qps[i].q_dead = true;
+		INIT_WORK(&s->s_qps[i].q_kick_work, kxfer_qp_kick_work);
 	}
 	return s;
 }
@@ -1519,11 +1522,20 @@ int kxfer_sessions_init(void)
 	if (!kxfer_wq)
 		return -ENOMEM;
 	kxfer_reap_wq = alloc_workqueue("kxfer_reap", WQ_UNBOUND, 0);
-	if (!kxfer_reap_wq) {
-		destroy_workqueue(kxfer_wq);
-		return -ENOMEM;
-	}
+	if (!kxfer_reap_wq)
+		goto out_wq;
+	/* Bound to a CPU: a QP's posts run on its home CPU (post.c). */
+	kxfer_post_wq = alloc_workqueue("kxfer_post",
+					WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+	if (!kxfer_post_wq)
+		goto out_reap_wq;
 	return 0;
+
+out_reap_wq:
+	destroy_workqueue(kxfer_reap_wq);
+out_wq:
+	destroy_workqueue(kxfer_wq);
+	return -ENOMEM;
 }
 
 static bool kxfer_session_any(struct kxfer_session *s, void *arg)
@@ -1546,6 +1558,7 @@ void kxfer_sessions_stop_all(void)
  */
 void kxfer_sessions_exit(void)
 {
+	destroy_workqueue(kxfer_post_wq);
 	destroy_workqueue(kxfer_wq);
 	destroy_workqueue(kxfer_reap_wq);
 }

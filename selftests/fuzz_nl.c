@@ -246,6 +246,7 @@ static const struct attr a_qp[] = {
 	[KXFER_A_QP_DOORBELLS] = { T_U64 },
 	[KXFER_A_QP_PAD] = { T_PAD },
 	[KXFER_A_QP_SIGNALED] = { T_U64 },
+	[KXFER_A_QP_HANDOFFS] = { T_U64 },
 };
 
 static const struct attr a_stats[] = {

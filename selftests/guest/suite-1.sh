@@ -306,6 +306,58 @@ t_poll_counts() {
 	kxferctl -j peer show upoll | jq -e '.[0].state == "up"' >/dev/null
 }
 
+# post_spread: a SUBMIT of several jobs posts each QP's chain on the QP's
+# home CPU, by a work item when the submitter runs elsewhere (handoffs);
+# 1 always, 0 never, -1 (the default) on rxe before Linux 6.4, whose QPs
+# work on the CPU that posts.  The jobs of every mode all complete (the
+# bench stops at the first that fails).  uself has two QPs, whose homes
+# are the guest's two CPUs: whichever CPU the submitter is on, the other
+# QP's posts are handed off.  Values outside -1..1 are refused.
+_spread_param=/sys/module/kxfer/parameters/post_spread
+
+_handoffs() {
+	kxferctl -j stats show uself | jq -e '.[0].qp_list | map(.handoffs) | add'
+}
+
+# _spread_run MODE WANT: under MODE, a second of 4 KiB WRITEs in SUBMITs
+# of 16; WANT "more" or "none" new handoffs
+_spread_run() {
+	local h0 h1 j
+
+	echo "$1" >"$_spread_param"
+	h0=$(_handoffs)
+	j=$("$KXFER_TOP/tools/kxfer-bench/kxfer-bench" -j -t 1 -p uself -P usrc \
+		-e usrc-x -o write -s 4K -q 64 -b 16 rate)
+	h1=$(_handoffs)
+	echo "post_spread=$1: $(echo "$j" | jq -c '.[0] | {jobs, bytes}')," \
+		"handoffs $h0 -> $h1 (want $2)"
+	echo "$j" | jq -e '.[0].jobs > 0 and .[0].bytes == .[0].jobs * 4096' >/dev/null
+	if [ "$2" = more ]; then
+		((h1 > h0))
+	else
+		((h1 == h0))
+	fi
+}
+
+t_post_spread() {
+	local auto=none
+
+	[ "$(cat "$_spread_param")" = -1 ]
+	defer sh -c "echo -1 >$_spread_param"
+	check_fail sh -c "echo 2 >$_spread_param"
+	check_fail sh -c "echo -2 >$_spread_param"
+	check_fail sh -c "echo x >$_spread_param"
+	[ "$(cat "$_spread_param")" = -1 ]
+	[ "$(nproc)" -ge 2 ] || { echo "needs two CPUs, has $(nproc)"; return 1; }
+	kxferctl -j stats show uself | jq -e '.[0].qp_list | length == 2' >/dev/null
+	_spread_run 1 more
+	_spread_run 0 none
+	case $(uname -r) in
+	6.1.*) auto=more ;;
+	esac
+	_spread_run -1 "$auto"
+}
+
 t_upool_cleanup() {
 	local j
 
@@ -370,6 +422,7 @@ KXFER_TEST_PEER=upoll KXFER_TEST_PEER_OPTS="cq poll" KTAP_NAME=notify_test_poll 
 KXFER_TEST_PEER=upoll KXFER_TEST_PEER_OPTS="cq poll" KTAP_NAME=ring_test_poll \
 	ktap_run "$KXFER_TOP/selftests/ring_test"
 ktest poll_counts t_poll_counts
+ktest post_spread t_post_spread
 ktest upool_cleanup t_upool_cleanup
 ktest fuzz_nl t_fuzz_nl
 ktest fuzz_ioctl t_fuzz_ioctl

@@ -7,8 +7,9 @@
  * coalescing ratio), notifications, and the jobs that failed, by kind.
  * Per queue pair: job parts started, bytes, work requests posted and
  * doorbells (ib_post_send() calls; wrs / doorbells is the chaining), and
- * of the WRs those signaled (the others complete with them).  Where time
- * goes: percentiles of the time from SUBMIT to a job's first work request
+ * of the WRs those signaled (the others complete with them), and the
+ * posts made on the QP's home CPU (handoffs, module parameter
+ * post_spread).  Where time goes: percentiles of the time from SUBMIT to a job's first work request
  * posted (queue_*) and from then to its completion (done_*).
  */
 #include <stdio.h>
@@ -70,6 +71,7 @@ static const struct {
 	{ KXFER_A_QP_WRS,	"wrs" },
 	{ KXFER_A_QP_DOORBELLS,	"doorbells" },
 	{ KXFER_A_QP_SIGNALED,	"signaled" },
+	{ KXFER_A_QP_HANDOFFS,	"handoffs" },
 };
 
 static void stats_help(FILE *fp)

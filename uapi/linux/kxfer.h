@@ -940,6 +940,7 @@ enum {
 	KXFER_A_QP_DOORBELLS,		/* u64, ib_post_send() calls */
 	KXFER_A_QP_PAD,
 	KXFER_A_QP_SIGNALED,		/* u64, work requests posted signaled */
+	KXFER_A_QP_HANDOFFS,		/* u64, posts made on the QP's home CPU */
 
 	__KXFER_A_QP_MAX,
 	KXFER_A_QP_MAX = __KXFER_A_QP_MAX - 1
