@@ -509,10 +509,9 @@ void kxfer_job_wc_error(struct ib_cq *cq, struct ib_wc *wc)
  */
 void kxfer_qp_data_init(struct kxfer_session *s, struct kxfer_qp *qp)
 {
-	unsigned long flags;
-
 	struct ib_device *ibdev = s->s_dev->kd_ibdev;
 	unsigned int home = nr_cpu_ids;
+	unsigned long flags;
 
 	/* One CPU has nowhere to spread to. */
 	if (num_online_cpus() > 1)
@@ -669,8 +668,12 @@ void kxfer_qp_kick_work(struct work_struct *work)
 
 	spin_lock_irqsave(&qp->q_post_lock, flags);
 	if (!qp->q_dead) {
-		qp->q_handoffs++;
+		u64 doorbells = qp->q_doorbells;
+
+		/* Only if it posted: a completion may have posted it first. */
 		kxfer_qp_kick(qp);
+		if (qp->q_doorbells != doorbells)
+			qp->q_handoffs++;
 	}
 	spin_unlock_irqrestore(&qp->q_post_lock, flags);
 	kxfer_session_put(s);
