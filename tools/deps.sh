@@ -28,8 +28,8 @@ packages=(
 	qemu-system-x86 busybox-static cpio kmod xz-utils
 	# RDMA in the guests (they run the host's binaries)
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2
-	# scripts
-	jq
+	# scripts; perf for tools/bench/run --profile
+	jq linux-perf
 	python3-yaml
 	# NIXL 1.4.0 for tools/nixl (tools/nixl/build-nixl-deps.sh builds it
 	# offline from ../shared/third_party); not libabsl-dev nor

@@ -31,7 +31,11 @@
 # Settings (tools/bench/run writes them to build/bench/config, which the
 # guest reads through the host's file system):
 # BENCH_REPS (default 3), BENCH_SECS (seconds per point, default 3),
-# BENCH_ROWS (groups to run, default all; see ROWS below).
+# BENCH_ROWS (groups to run, default all; see ROWS below), BENCH_PROFILE
+# (1: tools/bench/run --profile: every kxfer-bench and perftest client run
+# under `perf record -a -e cpu-clock`, the whole guest sampled at about
+# 1 kHz, to REP/NAME.perf; at the end, REP/NAME.prof.txt: the symbols and
+# the commands that took the samples, from `perf report`).
 
 # shellcheck source=../rig/lib.sh
 source "$KXFER_TOP/selftests/rig/lib.sh"
@@ -101,6 +105,44 @@ setup() {
 	nproc >"$KXFER_OUT/ncpus.txt"
 }
 
+PROFILE=${BENCH_PROFILE:-0}
+if [ "$PROFILE" = 1 ] && ! command -v perf >/dev/null; then
+	echo "--profile needs perf on the host (apt-get install linux-perf)" >&2
+	exit 1
+fi
+
+# profiled OUT CMD...: CMD, under `perf record` (to OUT.perf) when
+# profiling; perf record -q prints nothing and exits with CMD's status
+profiled() {
+	local out=$1
+
+	shift
+	if [ "$PROFILE" = 1 ]; then
+		perf record -q -e cpu-clock -F 997 -a -o "$out.perf" -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# profile_reports: REP/NAME.prof.txt for every REP/NAME.perf: where the
+# samples went by symbol (kernel, modules and user space; 0.5 % and up),
+# then by command (ksoftirqd, kworkers, the tools)
+profile_reports() {
+	local data
+
+	for data in "$RAW"/*/*.perf; do
+		[ -e "$data" ] || continue
+		{
+			echo "# $(basename "${data%.perf}"): samples by symbol"
+			perf report -i "$data" --stdio --no-children --sort sym \
+				--percent-limit 0.5 2>/dev/null | grep -v -e '^#' -e '^$' | head -n 40
+			echo "# by command"
+			perf report -i "$data" --stdio --no-children --sort comm \
+				--percent-limit 0.5 2>/dev/null | grep -v -e '^#' -e '^$' | head -n 20
+		} >"${data%.perf}.prof.txt"
+	done
+}
+
 # timed FILE CMD...: run CMD, its "real user sys" seconds to FILE
 timed() {
 	local file=$1 TIMEFORMAT='%R %U %S'
@@ -151,7 +193,7 @@ pt_client() {
 	local out=$1
 
 	shift
-	stdbuf -oL timeout 120 "$@" 2>&1 | pt_stamp "$out"
+	profiled "$out" stdbuf -oL timeout 120 "$@" 2>&1 | pt_stamp "$out"
 }
 
 # perftest OUT TOOL ARGS... : server in the background, client here; the
@@ -187,7 +229,7 @@ kxbench() {
 	local out=$1
 
 	shift
-	timed "$out.time" kxfer-bench -j -t "$SECS" "$@" >"$out.json"
+	timed "$out.time" profiled "$out" kxfer-bench -j -t "$SECS" "$@" >"$out.json"
 }
 
 # pt_args NAME: perftest run NAME's tool and arguments, to PT
@@ -342,4 +384,5 @@ for rep in $(seq 1 "$REPS"); do
 		esac
 	done
 done
+[ "$PROFILE" != 1 ] || profile_reports
 echo "bench done"
