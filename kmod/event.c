@@ -277,6 +277,128 @@ static void *kxfer_file_bounce(struct kxfer_file *kf)
 	return kf->kf_bounce;
 }
 
+/*
+ * A sleeping REAP while the file has jobs on a polled session, whose
+ * completions nobody reaps but a poller (hybrid polling, as io_uring's
+ * IORING_SETUP_HYBRID_IOPOLL and the block layer's hybrid poll did): sleep
+ * half of what such waits took lately (kf_poll_wait_ns), then poll without
+ * sleeping for up to that estimate again, then sleep in slices that double
+ * from 16 us to a tick, polling after each.  The sleeps take no timer
+ * slack: a task's default 50 us would make a 16 us slice last 66.  Only
+ * waits estimated at KXFER_HYBRID_MAX_NS or less spin; a longer one sleeps
+ * in slices from the start.
+ */
+#define KXFER_HYBRID_MAX_NS	(200 * NSEC_PER_USEC)
+#define KXFER_SLICE_MIN_NS	(16 * NSEC_PER_USEC)
+
+enum kxfer_hybrid_phase {
+	KXFER_HY_NONE,		/* not waited yet */
+	KXFER_HY_SLEEP,		/* the first sleep, half the estimate */
+	KXFER_HY_SPIN,		/* polling without sleeping */
+	KXFER_HY_SLICES,	/* sleeping in slices */
+};
+
+struct kxfer_hybrid {
+	enum kxfer_hybrid_phase	phase;
+	ktime_t			start;		/* of the first sleep */
+	ktime_t			spin_end;
+	u64			est_ns;		/* kf_poll_wait_ns at the start */
+	u64			slice_ns;
+	bool			overslept;	/* ready when the first sleep ended */
+};
+
+/*
+ * Sleep until @until, or until @min events are ready or a signal comes,
+ * with no timer slack.  Return: 0, or -EINTR.
+ */
+static int kxfer_reap_nap(struct kxfer_file *kf, unsigned int min,
+			  ktime_t until)
+{
+	DEFINE_WAIT(wait);
+
+	prepare_to_wait(&kf->kf_wait, &wait, TASK_INTERRUPTIBLE);
+	if (kxfer_events_ready(kf) < min && !signal_pending(current))
+		schedule_hrtimeout_range(&until, 0, HRTIMER_MODE_ABS);
+	finish_wait(&kf->kf_wait, &wait);
+	if (kxfer_events_ready(kf) < min && signal_pending(current))
+		return -EINTR;
+	return 0;
+}
+
+/*
+ * One step of a sleeping REAP's wait on polled sessions: a sleep or a
+ * turn of spinning, then a poll.  Return: 0 to go on (the caller checks
+ * for the events), 1 when the timeout passed, or -EINTR.
+ */
+static int kxfer_reap_hybrid(struct kxfer_file *kf, struct kxfer_hybrid *hy,
+			     unsigned int min, s64 timeout_ns, ktime_t deadline)
+{
+	ktime_t now = ktime_get(), until;
+	int ret;
+
+	if (hy->phase == KXFER_HY_NONE) {
+		hy->start = now;
+		hy->est_ns = READ_ONCE(kf->kf_poll_wait_ns);
+		hy->slice_ns = KXFER_SLICE_MIN_NS;
+		hy->phase = hy->est_ns && hy->est_ns <= KXFER_HYBRID_MAX_NS ?
+			    KXFER_HY_SLEEP : KXFER_HY_SLICES;
+	}
+	if (timeout_ns > 0 && !ktime_before(now, deadline))
+		return 1;
+	if (hy->phase == KXFER_HY_SPIN && ktime_after(now, hy->spin_end))
+		hy->phase = KXFER_HY_SLICES;
+
+	if (hy->phase == KXFER_HY_SPIN) {
+		if (signal_pending(current))
+			return -EINTR;
+		/* as a busy-polling REAP does */
+		if (!kxfer_file_poll_cqs(kf)) {
+			local_bh_disable();
+			local_bh_enable();
+		}
+		cond_resched();
+		return 0;
+	}
+
+	if (hy->phase == KXFER_HY_SLEEP) {
+		until = ktime_add_ns(now, hy->est_ns / 2);
+	} else {
+		until = ktime_add_ns(now, hy->slice_ns);
+		hy->slice_ns = min_t(u64, 2 * hy->slice_ns, TICK_NSEC);
+	}
+	if (timeout_ns > 0 && ktime_after(until, deadline))
+		until = deadline;
+	ret = kxfer_reap_nap(kf, min, until);
+	if (ret)
+		return ret;
+	kxfer_file_poll_cqs(kf);
+	if (hy->phase == KXFER_HY_SLEEP) {
+		hy->overslept = kxfer_events_ready(kf) >= min;
+		hy->spin_end = ktime_add_ns(ktime_get(), hy->est_ns);
+		hy->phase = KXFER_HY_SPIN;
+	}
+	return 0;
+}
+
+/*
+ * What a wait that ended with its events teaches: a wait found over at
+ * the end of its first sleep might have slept less, so the estimate
+ * shrinks by a quarter; any other moves a quarter of the way to the time
+ * it took.
+ */
+static void kxfer_reap_hybrid_learn(struct kxfer_file *kf,
+				    const struct kxfer_hybrid *hy)
+{
+	u64 took = ktime_to_ns(ktime_sub(ktime_get(), hy->start));
+	u64 est = hy->est_ns;
+
+	if (hy->overslept)
+		est -= est / 4;
+	else
+		est = est ? est - est / 4 + took / 4 : took;
+	WRITE_ONCE(kf->kf_poll_wait_ns, min_t(u64, est, 4 * KXFER_HYBRID_MAX_NS));
+}
+
 /**
  * kxfer_ioc_reap - KXFER_IOC_REAP
  * @kf: the file
@@ -288,9 +410,8 @@ static void *kxfer_file_bounce(struct kxfer_file *kf)
  */
 long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 {
+	struct kxfer_hybrid hy = { .phase = KXFER_HY_NONE };
 	struct kxfer_event __user *uev;
-	u64 slice_ns = 16 * NSEC_PER_USEC;
-	bool polled;
 	u32 msgs_used = 0;
 	struct kxfer_reap r;
 	void *bounce = NULL;
@@ -339,25 +460,27 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 		}
 		/*
 		 * Jobs on polled sessions complete by themselves only at their
-		 * work's tick: then sleep in slices that double from 16 us to
-		 * a tick, polling after each.
+		 * work's tick: wait for them as kxfer_reap_hybrid() says.
 		 */
-		polled = kxfer_file_polled_inflight(kf);
-		if (r.timeout_ns < 0 && !polled) {
+		if (kxfer_file_polled_inflight(kf)) {
+			ret = kxfer_reap_hybrid(kf, &hy, r.min, r.timeout_ns,
+						deadline);
+			if (ret > 0)
+				ret = 0;	/* the timeout */
+			else if (!ret)
+				continue;
+			break;
+		}
+		if (r.timeout_ns < 0) {
 			ret = wait_event_interruptible(kf->kf_wait,
 						       kxfer_events_ready(kf) >= r.min);
 			if (ret)
 				ret = -EINTR;
 		} else {
-			ktime_t left = r.timeout_ns < 0 ? KTIME_MAX :
-				       ktime_sub(deadline, ktime_get());
+			ktime_t left = ktime_sub(deadline, ktime_get());
 
 			if (ktime_to_ns(left) <= 0)
 				break;
-			if (polled) {
-				left = min(left, ns_to_ktime(slice_ns));
-				slice_ns = min_t(u64, 2 * slice_ns, TICK_NSEC);
-			}
 			ret = wait_event_interruptible_hrtimeout(kf->kf_wait,
 								 kxfer_events_ready(kf) >= r.min,
 								 left);
@@ -365,12 +488,13 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 				ret = 0;
 			else if (ret)
 				ret = -EINTR;
-			if (!ret && polled)
-				kxfer_file_poll_cqs(kf);
 		}
 		if (ret)
 			break;
 	}
+	if (hy.phase != KXFER_HY_NONE && !ret &&
+	    kxfer_events_ready(kf) >= r.min)
+		kxfer_reap_hybrid_learn(kf, &hy);
 
 	if (r.flags & KXFER_REAP_WAIT) {
 		r.count = kxfer_events_ready(kf);

@@ -932,6 +932,8 @@ extern unsigned int kxfer_stripe;
  * @kf_shr_len: its length in bytes, what mmap(2) must ask for
  * @kf_bounce: KXFER_NOTIFY_MSG_MAX bytes, under kf_reap_mutex: a message
  *	is copied there under kf_lock, then to user space
+ * @kf_poll_wait_ns: how long a sleeping REAP's wait on polled sessions
+ *	takes, as learnt (event.c, hybrid polling); racy reads and writes
  */
 struct kxfer_file {
 	struct kref		kf_ref;
@@ -959,6 +961,7 @@ struct kxfer_file {
 	struct kxfer_event	*kf_shr_ev;
 	size_t			kf_shr_len;
 	void			*kf_bounce;
+	u64			kf_poll_wait_ns;
 	bool			kf_poll;	/* has a gate to a polled session */
 };
 

@@ -12,8 +12,9 @@
  * keepalive, never waits for a user.  Nor does anything else: a delayed
  * work polls a tick after anything is posted, and again every tick while
  * something is outstanding, for the backlog, the control channel and
- * files that do not call in.  A REAP that sleeps polls between slices of
- * sleep that double from 16 us to a tick (event.c).
+ * files that do not call in.  A REAP that sleeps does it in the hybrid
+ * way of event.c: half the wait it learnt, a spin, then slices of sleep
+ * that double from 16 us to a tick, polling after each.
  *
  * One poller at a time, as ib_process_cq_direct() requires: users and
  * the work try s_poll_mutex and go on if someone else has it (that one

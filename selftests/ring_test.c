@@ -403,6 +403,56 @@ TEST_F(ring, one_to_one)
 }
 
 /*
+ * A sleeping REAP, one job at a time, then one that asks for more than
+ * will come.  On the polled session (ring_test_poll) these are the
+ * hybrid waits of event.c: a first sleep of half the learnt wait, a spin,
+ * slices; every job still gets its one event, and a timeout is kept,
+ * never cut short, by whichever phase it falls in.
+ */
+TEST_F(ring, sleeping_reap)
+{
+	struct kxfer_event ev[8];
+	unsigned int i, n = 100, got = 0;
+	unsigned long long t0, took;
+	int k;
+
+	make_jobs(self, n);
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(1, submit(self->fd, &self->jobs[i], 1));
+		k = reap(self->fd, ev, 8, 1, 30000000000LL);
+		ASSERT_EQ(1, k);
+		EXPECT_EQ(0, ev[0].status);
+		EXPECT_EQ(0, count_ev(self, &ev[0], n));
+	}
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(1, self->seen[i]);
+
+	/* Four jobs, a REAP for five: the four, at the timeout. */
+	memset(self->seen, 0, sizeof(self->seen));
+	ASSERT_EQ(4, submit(self->fd, self->jobs, 4));
+	t0 = now_ms();
+	k = reap(self->fd, ev, 8, 5, 200000000LL);
+	took = now_ms() - t0;
+	ASSERT_LE(0, k);
+	got = k;
+	/* a job's event may come after a short timeout on a slow host */
+	while (got < 4) {
+		k = reap(self->fd, ev + got, 8 - got, 1, 30000000000LL);
+		ASSERT_LT(0, k);
+		got += k;
+	}
+	EXPECT_EQ(4, got);
+	for (i = 0; i < got; i++) {
+		EXPECT_EQ(0, ev[i].status);
+		EXPECT_EQ(0, count_ev(self, &ev[i], 4));
+	}
+	/* the clock read is in ms: 200 ms is at least 199 of them */
+	EXPECT_LE(199, took);
+	TH_LOG("a REAP for 5 of 4 jobs returned after %llu ms", took);
+	EXPECT_EQ(0, reap(self->fd, ev, 8, 0, 0));
+}
+
+/*
  * Events posted before the ring was set up are in it; REAP and the ring
  * share one tail.
  */

@@ -273,8 +273,8 @@ t_poll_counts() {
 
 	defer kxferctl peer del upoll
 
-	# A sleeping REAP on a polled session polls between slices of sleep
-	# (16 us doubling): of 250 one-at-a-time jobs, the submitter (its
+	# A sleeping REAP on a polled session polls after a first sleep, while
+	# it spins, and between slices of sleep (event.c): of 200 one-at-a-time jobs, the submitter (its
 	# SUBMIT and its sleeping REAP) reaps most itself; a reap that only
 	# slept would leave those that were not done at the end of SUBMIT to
 	# the poll work's tick (counted apart), whatever the machine's speed.
