@@ -308,6 +308,21 @@ struct kxfer_hybrid {
 };
 
 /*
+ * One turn of a REAP that spins: poll the polled sessions' CQs, and run
+ * what the provider and the other CQs left to softirq on this CPU (rxe's
+ * tasklet on 6.1, irq_poll), so that the completion comes to us instead
+ * of waiting for ksoftirqd to be scheduled.
+ */
+static void kxfer_reap_spin(struct kxfer_file *kf)
+{
+	if (!kxfer_file_poll_cqs(kf)) {
+		local_bh_disable();
+		local_bh_enable();
+	}
+	cond_resched();
+}
+
+/*
  * Sleep until @until, or until @min events are ready or a signal comes,
  * with no timer slack.  Return: 0, or -EINTR.
  */
@@ -351,12 +366,7 @@ static int kxfer_reap_hybrid(struct kxfer_file *kf, struct kxfer_hybrid *hy,
 	if (hy->phase == KXFER_HY_SPIN) {
 		if (signal_pending(current))
 			return -EINTR;
-		/* as a busy-polling REAP does */
-		if (!kxfer_file_poll_cqs(kf)) {
-			local_bh_disable();
-			local_bh_enable();
-		}
-		cond_resched();
+		kxfer_reap_spin(kf);
 		return 0;
 	}
 
@@ -444,18 +454,7 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 			}
 			if (r.timeout_ns > 0 && ktime_after(ktime_get(), deadline))
 				break;
-			/*
-			 * Poll the polled sessions' CQs, and run what the
-			 * provider and the other CQs left to softirq on this
-			 * CPU (rxe's tasklet on 6.1, irq_poll): the completion
-			 * comes to us instead of waiting for ksoftirqd to be
-			 * scheduled.
-			 */
-			if (!kxfer_file_poll_cqs(kf)) {
-				local_bh_disable();
-				local_bh_enable();
-			}
-			cond_resched();
+			kxfer_reap_spin(kf);
 			continue;
 		}
 		/*
