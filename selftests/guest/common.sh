@@ -211,7 +211,7 @@ wait_explain() {
 	peer_state | has_rexport | peer_json)
 		peer_explain "$2"
 		;;
-	kxferctl | leak_same | *peer* | *session* | hp_only_*)
+	kxferctl | leak_same | acceptors_are | *peer* | *session* | hp_only_*)
 		peer_explain
 		;;
 	sh)

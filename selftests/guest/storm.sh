@@ -160,6 +160,14 @@ victim_start() {
 	busywait 20000 grep -q '^storm: started' "/tmp/st-victim.$VICTIM_N"
 }
 
+# victim_reap: no victim outlives the test, whichever way it ends
+victim_reap() {
+	[ -n "$VICTIM" ] || return 0
+	kill -9 "$VICTIM" 2>/dev/null || true
+	wait "$VICTIM" 2>/dev/null || true
+	VICTIM=
+}
+
 victim_kill() {
 	local inflight
 
@@ -287,6 +295,7 @@ t_fault_storm() {
 	defer stop_process $spa4
 	busywait 20000 grep -q '^storm: started' /tmp/st-pa
 	busywait 20000 grep -q '^storm: started' /tmp/st-pa4
+	defer victim_reap
 	victim_start
 	barrier st-go 120
 
