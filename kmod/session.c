@@ -46,12 +46,45 @@ MODULE_PARM_DESC(node_name, "This node's name in sessions (default: host name)")
  */
 u32 kxfer_incarnation;
 
+/*
+ * A new keepalive interval or timeout holds for the sessions already
+ * connecting or up, at once: each session's timer sleeps a quarter of
+ * the interval it last read, and a timer armed while the interval was
+ * ten minutes would otherwise watch a dead peer for minutes after the
+ * interval was set back.  Their timers run now and re-arm with the new
+ * values; a session down waits out its reconnect backoff as it was.
+ */
+static int kxfer_keepalive_set(const char *val, const struct kernel_param *kp)
+{
+	struct kxfer_session *s;
+	int ret = param_set_uint(val, kp);
+
+	if (ret)
+		return ret;
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		mutex_lock(&s->s_mutex);
+		if (s->s_state == KXFER_PEER_CONNECTING ||
+		    s->s_state == KXFER_PEER_UP)
+			mod_delayed_work(kxfer_wq, &s->s_timer, 0);
+		mutex_unlock(&s->s_mutex);
+	}
+	mutex_unlock(&kxfer_sess_mutex);
+	return 0;
+}
+
+static const struct kernel_param_ops kxfer_keepalive_ops = {
+	.set = kxfer_keepalive_set,
+	.get = param_get_uint,
+};
+
 unsigned int kxfer_keepalive_ms = 1000;
-module_param_named(keepalive_ms, kxfer_keepalive_ms, uint, 0644);
+module_param_cb(keepalive_ms, &kxfer_keepalive_ops, &kxfer_keepalive_ms, 0644);
 MODULE_PARM_DESC(keepalive_ms, "Probe a session idle this long (default 1000)");
 
 unsigned int kxfer_keepalive_timeout_ms = 5000;
-module_param_named(keepalive_timeout_ms, kxfer_keepalive_timeout_ms, uint, 0644);
+module_param_cb(keepalive_timeout_ms, &kxfer_keepalive_ops,
+		&kxfer_keepalive_timeout_ms, 0644);
 MODULE_PARM_DESC(keepalive_timeout_ms,
 		 "Declare a peer dead after this long without a sign of life (default 5000)");
 

@@ -95,7 +95,7 @@ expect_error() {
 	return 1
 }
 
-# A link that drops everything a sends is a matchall filter on the test
+# A link that drops everything a guest sends is a matchall filter on the test
 # netdev's egress (clsact, added in suite-2's setup before any RDMA
 # traffic) whose action, "trap", consumes each packet and tells the
 # sender it went: the root qdisc (fq_codel) is never swapped and no
@@ -111,7 +111,7 @@ link_setup() {
 		tc qdisc replace dev "$KXFER_NETDEV" clsact
 }
 
-# link_drop on|off: a's transmits vanish from now on, or go again
+# link_drop on|off: this guest's transmits vanish from now on, or go again
 link_drop() {
 	case $1 in
 	on)

@@ -26,10 +26,9 @@ KA_TIMEOUT_MS=$KXFER_KA_TIMEOUT_MS	# the keepalive_timeout_ms loaded (common.sh)
 # --- rig of this suite --------------------------------------------------------
 
 t_setup() {
-	# before any RDMA traffic: link faults are link_drop (common.sh)
-	if on_a; then
-		link_setup
-	fi
+	# before any RDMA traffic: link faults are link_drop (common.sh),
+	# mostly a's, once b's (keepalive_retune)
+	link_setup
 	kxfer_load node_name="$KXFER_GUEST"
 	if on_a; then
 		kxferctl pool add kv size 16M mode 0666
@@ -552,6 +551,53 @@ t_poll_acceptor() {
 # forever inside ib_cm, and deleting rxe0 then deadlocks in rdma_cm.  A
 # real NIC does not do that; dropped packets are what a dead link or a dead
 # host look like from the other side.
+# sessions_none_up: no session is up here (it says how many are)
+sessions_none_up() {
+	local n
+
+	n=$(kxferctl -j peer show | jq '[.[] | select(.state == "up")] | length')
+	echo "sessions up: $n"
+	[ "$n" = 0 ]
+}
+
+# A keepalive interval set back holds for the sessions already up, at
+# once.  a sets ten minutes, long enough for every session's timer to
+# re-arm at a quarter of it, then the usual second again; then b falls
+# silent (its egress dropped: no disconnect reaches a either).  a's own
+# keepalive must end b's sessions within its bound, not when the timers
+# armed in those ten minutes come due (150 s).
+t_keepalive_retune() {
+	local p=/sys/module/kxfer/parameters t0
+
+	if on_a; then
+		echo 600000 >$p/keepalive_ms
+		defer sh -c "echo 1000 >$p/keepalive_ms"
+		sleep 2
+		echo 1000 >$p/keepalive_ms
+		barrier kr-ready
+		barrier kr-silent
+		t0=$(now_ms)
+		busywait $((KA_TIMEOUT_MS + 10000)) sessions_none_up
+		echo "b's sessions ended here after $(($(now_ms) - t0)) ms"
+		dmesg | grep 'kxfer: peer b: ' | tail -n 2
+		barrier kr-seen
+		barrier kr-up
+		busywait 30000 peer_state b up
+		return 0
+	fi
+	barrier kr-ready
+	link_drop on
+	defer link_drop off
+	barrier kr-silent
+	barrier kr-seen $((KA_TIMEOUT_MS / 1000 + 40))
+	link_drop off
+	busywait 30000 peer_state pa up
+	busywait 30000 peer_state pa4 up
+	has_rexport pa kvw
+	has_rexport pa4 kvr
+	barrier kr-up
+}
+
 t_partition() {
 	local t0 dt
 
@@ -934,6 +980,7 @@ ktest2 auth_rotation t_auth_rotation
 KTEST_TIMEOUT=400 ktest2 auth_hostile t_auth_hostile
 ktest2 auth_slow_keepalive t_auth_slow_keepalive
 ktest2 auth_leaks t_auth_leaks
+ktest2 keepalive_retune t_keepalive_retune
 ktest2 partition t_partition
 ktest2 device_delete t_device_delete
 KTEST_TIMEOUT=$((STORM_SECS * 2 + 460)) ktest2 fault_storm t_fault_storm
