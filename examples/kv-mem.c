@@ -135,6 +135,15 @@ int kv_mem_open(struct kxfer *kx, struct kv_mem *m, enum kv_mem_kind kind,
 	 * chunks, fewer gather entries.
 	 */
 	madvise(m->base, len, MADV_NOHUGEPAGE);
+	/*
+	 * malloc may have touched the mapping before (its chunk header,
+	 * just before m->base): where the kernel aligns large anonymous
+	 * mappings to 2 MiB, that first touch may have brought in a huge
+	 * page covering most of the buffer, which MADV_NOHUGEPAGE leaves.
+	 * Drop what is there; the memset below faults base pages in.
+	 */
+	if (kind == KV_MEM_MALLOC)
+		madvise(m->base, len, MADV_DONTNEED);
 	memset(m->base, 0, len);
 	return kxfer_pool_register(kx, name, m->base, len, &m->handle);
 }
