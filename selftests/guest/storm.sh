@@ -160,14 +160,6 @@ victim_start() {
 	busywait 20000 grep -q '^storm: started' "/tmp/st-victim.$VICTIM_N"
 }
 
-# victim_reap: no victim outlives the test, whichever way it ends
-victim_reap() {
-	[ -n "$VICTIM" ] || return 0
-	kill -9 "$VICTIM" 2>/dev/null || true
-	wait "$VICTIM" 2>/dev/null || true
-	VICTIM=
-}
-
 victim_kill() {
 	local inflight
 
@@ -178,6 +170,11 @@ victim_kill() {
 	[[ $inflight =~ ^[0-9]+$ ]] && ((inflight > KILL_MAX_INFLIGHT)) &&
 		KILL_MAX_INFLIGHT=$inflight
 	VICTIM=
+}
+
+# victim_reap: no victim outlives the test, whichever way it ends
+victim_reap() {
+	[ -z "$VICTIM" ] || victim_kill
 }
 
 fault_peer_cycle() {
@@ -348,6 +345,7 @@ t_fault_storm() {
 	wait $spa || rc=1
 	wait $spa4 || rc=1
 	wait "$VICTIM" || rc=1
+	VICTIM=
 	for f in /tmp/st-pa /tmp/st-pa4 "/tmp/st-victim.$VICTIM_N"; do
 		echo "--- $f"
 		cat "$f"

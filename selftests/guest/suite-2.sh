@@ -541,16 +541,6 @@ t_poll_acceptor() {
 
 # --- faults ----------------------------------------------------------------------
 
-# a drops every packet it sends for 6 s (link_drop, common.sh): to b, a is
-# gone.  b notices within the keepalive bound, reconnects when a returns
-# and learns the exports again.
-#
-# Not "ip link set eth0 down": on these kernels rxe moves its GSI QP (QP1,
-# the CM's) to the error state when a send finds no route, after which no
-# CM message leaves the device, rdma_destroy_id() of any connected id waits
-# forever inside ib_cm, and deleting rxe0 then deadlocks in rdma_cm.  A
-# real NIC does not do that; dropped packets are what a dead link or a dead
-# host look like from the other side.
 # sessions_none_up: no session is up here (it says how many are)
 sessions_none_up() {
 	local n
@@ -598,6 +588,16 @@ t_keepalive_retune() {
 	barrier kr-up
 }
 
+# a drops every packet it sends for 6 s (link_drop, common.sh): to b, a is
+# gone.  b notices within the keepalive bound, reconnects when a returns
+# and learns the exports again.
+#
+# Not "ip link set eth0 down": on these kernels rxe moves its GSI QP (QP1,
+# the CM's) to the error state when a send finds no route, after which no
+# CM message leaves the device, rdma_destroy_id() of any connected id waits
+# forever inside ib_cm, and deleting rxe0 then deadlocks in rdma_cm.  A
+# real NIC does not do that; dropped packets are what a dead link or a dead
+# host look like from the other side.
 t_partition() {
 	local t0 dt
 

@@ -191,8 +191,9 @@ ktest() {
 		echo "# ktest $name: timed out after $limit s" >>"$log"
 		rc=124
 	fi
-	# What a failed test started must not run on into the next tests
-	# (a stream left running keeps the module busy and the link loaded).
+	# What a test that did not pass started must not run on into the
+	# next tests (a stream left running keeps the module busy and the
+	# link loaded).
 	if [[ $rc != 0 ]] && kill -KILL -- "-$pid" 2>/dev/null; then
 		echo "# ktest $name: killed what it left running" >>"$log"
 	fi
