@@ -293,7 +293,8 @@ _kx_wait() {
 		# every time, and only the last time matters
 		out=$("$@" 2>&1) || rc=$?
 		if ((rc == 0)); then
-			echo -n "$out"
+			# a line of its own in a log; $(busywait ...) drops the newline
+			[[ -z $out ]] || printf '%s\n' "$out"
 			return 0
 		fi
 		now=${EPOCHREALTIME//[!0-9]/}
