@@ -64,11 +64,13 @@ jobs=${KXFER_DEBUG_JOBS:-2}
 
 # What the guests load (selftests/rig/initramfs.sh's list, what the suites
 # modprobe, kxfer's dependencies); localmodconfig keeps these and their
-# dependencies as modules.
+# dependencies as modules. A module a suite starts to modprobe goes here
+# too (sch_ingress, cls_matchall, act_gact: common.sh's link_setup).
 guest_modules="virtio_pci virtio_net virtio_blk virtio_console virtio_rng
 	9p 9pnet_virtio rdma_rxe rdma_cm ib_uverbs rdma_ucm ib_umad ib_cm iw_cm
 	ib_core crc32_generic crc32c_generic crc32c_intel libcrc32c sch_netem
-	sch_tbf sch_prio cls_u32 sha256_ssse3 udmabuf"
+	sch_tbf sch_prio cls_u32 sch_ingress cls_matchall act_gact sha256_ssse3
+	udmabuf"
 
 # scripts/config arguments applied after localmodconfig, then olddefconfig.
 debug_options=(
@@ -117,7 +119,8 @@ debug_options=(
 # Each must be y in the final config (olddefconfig may refuse one).
 required="KASAN KASAN_GENERIC PROVE_LOCKING DEBUG_ATOMIC_SLEEP DEBUG_LIST
 	DEBUG_KMEMLEAK UBSAN KFENCE KALLSYMS DEBUG_FS VIRTIO_PCI VIRTIO_NET
-	NET_9P_VIRTIO 9P_FS INFINIBAND RDMA_RXE INFINIBAND_USER_ACCESS NET_SCH_NETEM"
+	NET_9P_VIRTIO 9P_FS INFINIBAND RDMA_RXE INFINIBAND_USER_ACCESS NET_SCH_NETEM
+	NET_SCH_INGRESS NET_CLS_MATCHALL NET_ACT_GACT"
 [[ $series == 6.12 ]] && required+=" UDMABUF DMABUF_HEAPS"
 
 headers=
