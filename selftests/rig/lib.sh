@@ -9,7 +9,9 @@
 #     PASS NAME | FAIL NAME | SKIP NAME
 # NAME has no white space (it is replaced by "_"). Each test's output goes to
 # $KXFER_OUT/logs/NAME.log (for ktap_run: logs/BINARY.log, shared by all the
-# tests of that binary). Skip is exit status 4, as in kselftest.
+# tests of that binary); a ktest that fails leaves the kernel log's last 40
+# lines beside it, in logs/NAME.kernel.log. Skip is exit status 4, as in
+# kselftest.
 #
 #   ktest NAME FUNC [ARGS...]  run FUNC ARGS in a subshell with `set -e -o
 #                         pipefail`, stdin from /dev/null, output to its log,
@@ -196,6 +198,11 @@ ktest() {
 	# link loaded).
 	if [[ $rc != 0 ]] && kill -KILL -- "-$pid" 2>/dev/null; then
 		echo "# ktest $name: killed what it left running" >>"$log"
+	fi
+	# and the kernel's last lines go beside its log (logs/NAME.kernel.log):
+	# the guest's whole kernel log comes only when the suite is done
+	if [[ $rc != 0 && -r /dev/kmsg ]]; then
+		dmesg 2>/dev/null | tail -n 40 >"${log%.log}.kernel.log"
 	fi
 
 	local took
