@@ -13,6 +13,12 @@
 #                         cannot hold every u64; hex is converted)
 #   nixl_env              NIXL's libraries, Python package and the KXFER
 #                         plugin in the environment (make nixl's build)
+#   kmsg_mark NAME        a line in the kernel log that kmsg_clean starts at
+#   kmsg_clean NAME       no problem in the kernel log since NAME's last mark,
+#                         as run-suite's dmesg-clean counts them (rig/
+#                         sanitizers problems: a known kernel bug's report,
+#                         e.g. one of 6.1 rxe's on a KASAN kernel, is none);
+#                         else the problem lines, and status 1
 # and, for the two-guest suites:
 #   on_a                  this is guest a
 #   peer_json NAME        `kxferctl -j peer show NAME`
@@ -146,6 +152,23 @@ devinfo_eq() {
 	theirs=$(printf '%u' "$theirs")
 	[ "$mine" = "$theirs" ] && return 0
 	echo "$2 is $mine, ibv_devinfo $3 is $theirs"
+	return 1
+}
+
+kmsg_mark() {
+	echo "kxfer-selftest: $1 starts" >/dev/kmsg
+}
+
+kmsg_clean() {
+	local log bad rc=0
+
+	log=$(mktemp)
+	dmesg | tac | sed "/kxfer-selftest: $1 starts/q" | tac >"$log"
+	bad=$("$KXFER_TOP/selftests/rig/sanitizers" problems "$log") || rc=$?
+	rm -f "$log"
+	[ "$rc" = 0 ] && return 0
+	echo "the kernel log since $1 started:"
+	echo "$bad"
 	return 1
 }
 

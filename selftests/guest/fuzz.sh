@@ -21,28 +21,6 @@
 
 FUZZ_SEED=${KXFER_FUZZ_SEED:-20250101}
 
-# fuzz_mark NAME: a line in the kernel log that fuzz_dmesg_clean starts at
-fuzz_mark() {
-	echo "kxfer-selftest: $1 starts" >/dev/kmsg
-}
-
-# fuzz_dmesg_clean NAME: no warning, oops or lockdep report since the mark
-# (what run-suite's dmesg-clean counts: rig/sanitizers problems, which
-# knows the reports of known kernel bugs, e.g. one of 6.1's rxe on a
-# KASAN kernel)
-fuzz_dmesg_clean() {
-	local log bad rc=0
-
-	log=$(mktemp)
-	dmesg | sed -n "/kxfer-selftest: $1 starts/,\$p" >"$log"
-	bad=$("$KXFER_TOP/selftests/rig/sanitizers" problems "$log") || rc=$?
-	rm -f "$log"
-	((rc == 0)) && return 0
-	echo "kernel log since $1 started:"
-	echo "$bad"
-	return 1
-}
-
 fuzz_peer_up() {
 	kxferctl -j peer show self 2>/dev/null |
 		grep -q '"state":"up".*"remote_exports":\[.*"name":"fze".*"name":"fzro"'
@@ -90,7 +68,7 @@ t_fuzz_ioctl() {
 		secs=600 iters=100000000 threads=6
 	fi
 	kxfer_load
-	fuzz_mark fuzz_ioctl
+	kmsg_mark fuzz_ioctl
 	fuzz_objects_add
 	defer fuzz_objects_del
 	# What the tool shows, with a session, its QPs and remote exports.
@@ -116,7 +94,7 @@ t_fuzz_ioctl() {
 	# loaded again before the check, so that a report it finds fails
 	# this test only, not every test after it
 	kxfer_load
-	fuzz_dmesg_clean fuzz_ioctl
+	kmsg_clean fuzz_ioctl
 }
 
 t_fuzz_nl() {
@@ -126,7 +104,7 @@ t_fuzz_nl() {
 		secs=300 iters=100000000
 	fi
 	kxfer_load
-	fuzz_mark fuzz_nl
+	kmsg_mark fuzz_nl
 	pools=$(kxferctl -j pool show | jq -c 'map(.name) | sort')
 	exports=$(kxferctl -j export show | jq -c 'map(.name) | sort')
 	# root, then uid 65534; it removes what it made and compares
@@ -139,7 +117,7 @@ t_fuzz_nl() {
 	kxferctl export add nzoke pool nzok access read
 	kxferctl export del nzoke
 	kxferctl pool del nzok
-	fuzz_dmesg_clean fuzz_nl
+	kmsg_clean fuzz_nl
 }
 
 # kxferctl -j shows no kernel address: no number at or above

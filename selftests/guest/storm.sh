@@ -102,22 +102,6 @@ leak_check() {
 		{ echo "unreclaimable slab grew beyond the tolerance"; return 1; }
 }
 
-# kernel complaints: WARNING, BUG, Oops, lockdep, hung tasks
-kernel_splats() {
-	dmesg | grep -cE 'WARNING:|BUG:|Oops|possible recursive locking|circular locking|blocked for more than' || true
-}
-
-# no_new_splats N0: none since the count N0
-no_new_splats() {
-	local n1
-
-	n1=$(kernel_splats)
-	[ "$n1" = "$1" ] && return 0
-	echo "the kernel complained:"
-	dmesg | grep -E -A20 'WARNING:|BUG:|Oops|possible recursive locking|circular locking|blocked for more than' | tail -n 60
-	return 1
-}
-
 storm_seed() {
 	STORM_SEED=${KXFER_STORM_SEED:-$(($(date +%s) % 100000))}
 	RANDOM=$STORM_SEED
@@ -226,7 +210,7 @@ t_fault_storm() {
 	local base slab0 end flaps=0 s t0 serve
 
 	storm_seed fault_storm
-	SPLATS=$(kernel_splats)
+	kmsg_mark fault_storm
 	base=/tmp/st-baseline
 	if on_a; then
 		defer link_drop off
@@ -268,7 +252,7 @@ t_fault_storm() {
 			exit 1
 		}
 		leak_check $base "$slab0"
-		no_new_splats "$SPLATS"
+		kmsg_clean fault_storm
 		return 0
 	fi
 
@@ -357,7 +341,7 @@ t_fault_storm() {
 
 	kxferctl -j stats show | jq -c '.[] | {name, jobs, ok, err_flush, err_access, err_timeout, err_remote, err_stale, err_other}'
 	leak_check $base "$slab0"
-	no_new_splats "$SPLATS"
+	kmsg_clean fault_storm
 }
 
 # --- load --------------------------------------------------------------------------
@@ -401,7 +385,7 @@ t_load() {
 	local c0 c1
 
 	storm_seed load
-	SPLATS=$(kernel_splats)
+	kmsg_mark load
 	if on_a; then
 		barrier ld-ready 120
 		c0=$(rxe_counters)
@@ -411,7 +395,7 @@ t_load() {
 		c1=$(rxe_counters)
 		echo "$c1"
 		storm_rxe_check "$c0" "$c1"
-		no_new_splats "$SPLATS"
+		kmsg_clean load
 		return 0
 	fi
 
@@ -461,6 +445,6 @@ t_load() {
 	fi
 	storm_say "b: load: kxfer err_* counters unchanged: $([ "$e0" = "$e1" ] && echo yes || echo no)"
 	kxferctl stats show
-	no_new_splats "$SPLATS" || rc=1
+	kmsg_clean load || rc=1
 	[ "$rc" = 0 ]
 }
