@@ -38,7 +38,9 @@
  * after their last message, printing "holding" first; -S ADDR: connect
  * from this local address; -K FILE: the secret of the listener's key
  * (auth, supersede); -I N: the incarnation to connect with (default 0:
- * none told).
+ * none told).  KXFER_SLOW (an integer, as the rig's lib.sh takes it) makes
+ * every wait for a, and every bound on how long a may take, that many times
+ * longer: a sanitizer kernel under TCG is that much slower.
  *
  * Everything received from the kernel (private data of accept and
  * reject, every control message) is checked against the protocol and
@@ -354,6 +356,18 @@ static __printf(1, 2) void expect_log(const char *fmt, ...)
 	fflush(logf_);
 }
 
+/*
+ * KXFER_SLOW: the waits for a and the upper bounds on a's timing are
+ * multiplied by it; the lower bounds (a must not give up early) are a's
+ * own constants and stay.
+ */
+static int slow = 1;
+
+static int slow_ms(int ms)
+{
+	return ms * slow;
+}
+
 static int64_t now_ms(void)
 {
 	struct timespec ts;
@@ -458,7 +472,7 @@ static struct rdma_cm_event *conn_event(struct conn *c, int ms)
 			return ev;
 		if (errno != EAGAIN)
 			return NULL;
-		if (poll(&pfd, 1, ms) <= 0)
+		if (poll(&pfd, 1, slow_ms(ms)) <= 0)
 			return NULL;
 	}
 }
@@ -469,7 +483,8 @@ static struct rdma_cm_event *conn_wait(struct conn *c, enum rdma_cm_event_type w
 	struct rdma_cm_event *ev = conn_event(c, ms);
 
 	if (!ev) {
-		say("  no event (wanted %s) within %d ms\n", rdma_event_str(want), ms);
+		say("  no event (wanted %s) within %d ms\n", rdma_event_str(want),
+		    slow_ms(ms));
 		return NULL;
 	}
 	if (ev->event != want) {
@@ -1010,10 +1025,13 @@ static void poll_events(struct sess *s)
 	}
 }
 
-/* Poll completions and events for @ms or until @done says so. */
+/*
+ * Poll completions and events for @ms or until @done says so; a wait for
+ * @done is KXFER_SLOW times longer, a plain drain (no @done) is not.
+ */
 static bool pump(struct sess *s, int ms, bool (*done)(struct sess *))
 {
-	int64_t end = now_ms() + ms;
+	int64_t end = now_ms() + (done ? slow_ms(ms) : ms);
 
 	do {
 		struct ibv_wc wc[32];
@@ -1377,11 +1395,12 @@ static int cmd_halfopen(void)
 
 	/* Nothing else comes: a gives up after its connect timeout (10 s). */
 	if (!pump(&s, 16000, is_disconnected)) {
-		result("half-timeout", "FAIL: still connected after 16 s");
+		result("half-timeout", "FAIL: still connected after %d s",
+		       slow_ms(16000) / 1000);
 	} else {
 		int64_t dt = s.t_disc.tv_sec * 1000LL + s.t_disc.tv_nsec / 1000000 - t0;
 
-		if (dt >= 9000 && dt <= 14000)
+		if (dt >= 9000 && dt <= slow_ms(14000))
 			result("half-timeout", "ok, a disconnected after %" PRId64 " ms", dt);
 		else
 			result("half-timeout", "FAIL: a disconnected after %" PRId64 " ms",
@@ -1725,7 +1744,8 @@ static void ctrl_case(const struct ctrl_case *cc)
 	send_raw(&s, m.b, m.len);
 	s.tx_seq++;
 	if (!pump(&s, 8000, is_disconnected)) {
-		result(cc->name, "FAIL: a did not end the session within 8 s");
+		result(cc->name, "FAIL: a did not end the session within %d s",
+		       slow_ms(8000) / 1000);
 	} else {
 		result(cc->name, "ok, a disconnected after %" PRId64 " ms", now_ms() - t0);
 		if (cc->err)
@@ -1798,7 +1818,8 @@ static int cmd_overrun(void)
 		result("overrun", "ok, RNR after %u sends, a ended the session after %"
 		       PRId64 " ms", s.sends_ok, now_ms() - t0);
 	else
-		result("overrun", "FAIL: a kept the dead session for 12 s");
+		result("overrun", "FAIL: a kept the dead session for %d s",
+		       slow_ms(12000) / 1000);
 out:
 	sess_close(&s);
 	return 0;
@@ -2435,7 +2456,7 @@ static void auth_expect_end(struct sess *s, const char *name, uint32_t reason,
 
 	if (!pump(s, AUTH_WAIT_MS, is_disconnected)) {
 		result(name, "FAIL: a did not end the session within %d s",
-		       AUTH_WAIT_MS / 1000);
+		       slow_ms(AUTH_WAIT_MS) / 1000);
 		return;
 	}
 	if (reason && (!s->got_fail || s->fail_reason != reason))
@@ -2644,7 +2665,7 @@ static void a_challenge_twice(const struct auth_case *ac)
 	send_challenge(&s, key, ROLE_CONNECTOR, NULL, &c);
 	if (!pump(&s, AUTH_WAIT_MS, is_disconnected))
 		result(ac->name, "FAIL: a did not end the session within %d s",
-		       AUTH_WAIT_MS / 1000);
+		       slow_ms(AUTH_WAIT_MS) / 1000);
 	else
 		result(ac->name, "ok, a ended the session");
 	expect_log("kxfer: peer ha-challenge-twice: unexpected authentication message (-71)");
@@ -2732,11 +2753,12 @@ static void a_silent(const struct auth_case *ac)
 	}
 	/* keepalives are answered by pump(): only the handshake stalls */
 	if (!pump(&s, 30000, is_disconnected)) {
-		result(ac->name, "FAIL: still connected after 30 s");
+		result(ac->name, "FAIL: still connected after %d s",
+		       slow_ms(30000) / 1000);
 		goto out;
 	}
 	dt = now_ms() - t0;
-	if (dt >= 9000 && dt <= 25000 && !s.nex && !s.got_reply)
+	if (dt >= 9000 && dt <= slow_ms(25000) && !s.nex && !s.got_reply)
 		result(ac->name, "ok, a gave up after %" PRId64 " ms", dt);
 	else
 		result(ac->name, "FAIL: a gave up after %" PRId64 " ms, %u exports",
@@ -2862,8 +2884,12 @@ int main(int argc, char **argv)
 {
 	const char *addr = "10.99.0.1", *expect = NULL, *granted = "hxe";
 	unsigned int port = KXFER_PORT, seed = 0;
+	const char *env = getenv("KXFER_SLOW");
 	int opt, hold_s = 0;
 	int64_t t0 = now_ms();
+
+	if (env && atoi(env) > 1 && atoi(env) <= 100)
+		slow = atoi(env);
 
 	while ((opt = getopt(argc, argv, "a:p:L:e:g:H:s:S:K:I:v")) != -1) {
 		switch (opt) {

@@ -130,7 +130,8 @@ static const char usage_text[] =
 "\n"
 "PATTERN   byte:0xNN | char:X | seed:N\n"
 "numbers   decimal, or hex with 0x; K, M, G suffixes (powers of 1024)\n"
-"-t        seconds to wait for a completion (default 30; 0: for ever)\n"
+"-t        seconds to wait for a completion (default 30; 0: for ever),\n"
+"          times KXFER_SLOW (an integer, default 1) from the environment\n"
 "-e        job: expect this completion status or SUBMIT refusal\n"
 "-x        job: expect this SUBMIT refusal (struct kxfer_submit.error)\n"
 "-F        job: with KXFER_JOB_FENCE\n"
@@ -452,14 +453,31 @@ static int64_t now_ns(void)
 }
 
 /*
+ * The factor of every completion wait: KXFER_SLOW, as the test rig's
+ * lib.sh takes it (an integer, default 1), for a kernel that much slower.
+ */
+static int64_t slow_factor(void)
+{
+	const char *s = getenv("KXFER_SLOW");
+	long v = s ? atol(s) : 1;
+
+	return v > 1 && v <= 100 ? v : 1;
+}
+
+/*
  * kxfer_reap() for at least min events within timeout_ns (< 0: no
- * limit), restarted after signals.  Count, or negative errno.
+ * limit) times KXFER_SLOW, restarted after signals.  Count, or negative
+ * errno.
  */
 static int reap_wait(struct kxfer *kx, struct kxfer_event *ev,
 		     unsigned int max, unsigned int min, int64_t timeout_ns)
 {
-	int64_t deadline = timeout_ns < 0 ? 0 : now_ns() + timeout_ns;
+	int64_t deadline;
 	int n;
+
+	if (timeout_ns > 0)
+		timeout_ns *= slow_factor();
+	deadline = timeout_ns < 0 ? 0 : now_ns() + timeout_ns;
 
 	for (;;) {
 		n = kxfer_reap(kx, ev, max, min, timeout_ns, 0);

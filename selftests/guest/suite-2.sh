@@ -810,8 +810,9 @@ t_write_64m() {
 	# between the QEMUs, b's qdisc and virtio ring: seconds of queue in
 	# which a's keepalive answers wait behind b's data, and a's sessions
 	# to b ended (keepalive timeout) mid-write on 6.12 beside other guest
-	# runs.  The write is what is tested here: 30 s for both sides.
-	echo 30000 >$params/keepalive_timeout_ms
+	# runs.  The write is what is tested here: 30 s for both sides (times
+	# KXFER_SLOW, as xfer's wait for the completion).
+	echo "$(_kx_slow 30000)" >$params/keepalive_timeout_ms
 	defer sh -c "echo $KA_TIMEOUT_MS >$params/keepalive_timeout_ms"
 	if on_a; then
 		kxferctl pool add big size 64M mode 0666
