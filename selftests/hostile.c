@@ -2885,11 +2885,11 @@ int main(int argc, char **argv)
 	const char *addr = "10.99.0.1", *expect = NULL, *granted = "hxe";
 	unsigned int port = KXFER_PORT, seed = 0;
 	const char *env = getenv("KXFER_SLOW");
-	int opt, hold_s = 0;
+	int opt, hold_s = 0, v = env ? atoi(env) : 1;
 	int64_t t0 = now_ms();
 
-	if (env && atoi(env) > 1 && atoi(env) <= 100)
-		slow = atoi(env);
+	if (v > 1 && v <= 100)
+		slow = v;
 
 	while ((opt = getopt(argc, argv, "a:p:L:e:g:H:s:S:K:I:v")) != -1) {
 		switch (opt) {

@@ -458,10 +458,15 @@ static int64_t now_ns(void)
  */
 static int64_t slow_factor(void)
 {
-	const char *s = getenv("KXFER_SLOW");
-	long v = s ? atol(s) : 1;
+	static int64_t factor;
 
-	return v > 1 && v <= 100 ? v : 1;
+	if (!factor) {
+		const char *s = getenv("KXFER_SLOW");
+		long v = s ? atol(s) : 1;
+
+		factor = v > 1 && v <= 100 ? v : 1;
+	}
+	return factor;
 }
 
 /*

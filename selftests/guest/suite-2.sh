@@ -588,9 +588,9 @@ t_keepalive_retune() {
 	barrier kr-up
 }
 
-# a drops every packet it sends for a second longer than the keepalive
-# timeout (6 s; 21 s on a debug kernel, KXFER_SLOW=4) (link_drop,
-# common.sh): to b, a is gone.  b notices within the keepalive bound,
+# a drops every packet it sends (link_drop, common.sh) for a second
+# longer than the keepalive timeout: 6 s, 21 s on a debug kernel
+# (KXFER_SLOW=4).  To b, a is gone.  b notices within the keepalive bound,
 # reconnects when a returns and learns the exports again.
 #
 # Not "ip link set eth0 down": on these kernels rxe moves its GSI QP (QP1,
