@@ -76,7 +76,10 @@ t_fuzz_ioctl() {
 	fuzz_ioctl --seed "$FUZZ_SEED" --threads "$threads" \
 		--iterations "$iters" --time "$secs" --peer self \
 		--pool fz0 --export fze --export-ro fzro
-	# The module still works: a normal job, read back.
+	# The module still works: a normal job, read back, once the session
+	# is up again with both exports (the fuzzer's remote access errors
+	# end it, and it may come back just as the fuzzer stops).
+	busywait 30000 fuzz_peer_up
 	xfer fill fz0 0 4096 char:Z
 	xfer job self fze fz0 write 0:2097152:4096
 	xfer check fz0 2097152 4096 char:Z
