@@ -371,9 +371,10 @@ t_export_add_del_live() {
 	local t0 dt bound
 
 	# One control message and kxferctl's polling; a TCG guest on a busy
-	# host took 1028 ms once (load 10), and 3029 ms beside a host CPU hog
-	# on 6.12: a bound, not a benchmark, so it scales with KXFER_SLOW.
-	bound=$(_kx_slow 5000)
+	# host took 1028 ms once (load 10), 3029 ms beside a host CPU hog
+	# on 6.12, and 5338 ms on 6.12 with four guest pairs on the host:
+	# a bound, not a benchmark, so it is wide and scales with KXFER_SLOW.
+	bound=$(_kx_slow 10000)
 	if on_a; then
 		barrier live-go
 		kxferctl export add live pool kv offset 8M len 1M access read
@@ -389,7 +390,7 @@ t_export_add_del_live() {
 	barrier live-go
 	barrier live-added
 	t0=$(now_ms)
-	busywait 10000 has_rexport pa live
+	busywait 20000 has_rexport pa live
 	dt=$(($(now_ms) - t0))
 	echo "export add seen after $dt ms (bound $bound ms)"
 	[ "$dt" -le "$bound" ] || { echo "took more than $bound ms"; kxferctl peer show pa; exit 1; }
@@ -397,7 +398,7 @@ t_export_add_del_live() {
 	barrier live-seen
 	barrier live-deleted
 	t0=$(now_ms)
-	busywait 10000 check_fail has_rexport pa live
+	busywait 20000 check_fail has_rexport pa live
 	dt=$(($(now_ms) - t0))
 	echo "export del seen after $dt ms (bound $bound ms)"
 	[ "$dt" -le "$bound" ] || { echo "took more than $bound ms"; kxferctl peer show pa; exit 1; }
