@@ -364,6 +364,7 @@ extern char kxfer_node_name[KXFER_NAME_MAX];
 extern unsigned int kxfer_keepalive_ms;
 extern unsigned int kxfer_keepalive_timeout_ms;
 extern unsigned int kxfer_reconnect_max_ms;
+extern unsigned int kxfer_ack_timeout;
 extern unsigned int kxfer_wire_features;
 
 /* rdma_cm id contexts start with this tag, to tell listeners from QPs. */

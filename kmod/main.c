@@ -75,6 +75,10 @@ static int __init kxfer_init(void)
 		kxfer_err("bad max_segments, max_inflight, max_jobs_per_submit or stripe\n");
 		return -EINVAL;
 	}
+	if (kxfer_ack_timeout < 8 || kxfer_ack_timeout > 24) {
+		kxfer_err("ack_timeout must be in 8..24\n");
+		return -EINVAL;
+	}
 
 	ret = kxfer_sessions_init();
 	if (ret)

@@ -114,12 +114,19 @@ MODULE_PARM_DESC(default_depth, "Send queue depth per QP (default 256)");
 #define KXFER_RECONNECT_MIN_MS	100
 /* A connector failing again for the same reason says so this often. */
 #define KXFER_SAY_AGAIN_MS	30000
+
 /*
- * Transport ACK timeout, 4.096 us << 16 = 268 ms: a lost packet is sent
- * again well inside the keepalive window instead of after the seconds a
- * RoCE path record's packet lifetime gives.
+ * Transport ACK timeout, 4.096 us << ack_timeout: 16 gives 268 ms, so a
+ * lost packet is sent again well inside the keepalive window instead of
+ * after the seconds a RoCE path record's packet lifetime gives.  A host
+ * whose peer answers slower than that (a sanitizer kernel under TCG)
+ * sends packets again that were never lost; it loads with a larger one.
+ * main.c checks the range at load.
  */
-#define KXFER_ACK_TIMEOUT	16
+unsigned int kxfer_ack_timeout = 16;
+module_param_named(ack_timeout, kxfer_ack_timeout, uint, 0444);
+MODULE_PARM_DESC(ack_timeout,
+		 "QP transport ACK timeout, 4.096 us << N, N in 8..24 (default 16: 268 ms)");
 
 static const char * const kxfer_state_names[] = {
 	[KXFER_PEER_CONNECTING]	= "connecting",
@@ -473,7 +480,7 @@ static int kxfer_qp_connect(struct kxfer_session *s, struct kxfer_qp *qp)
 	strscpy(wc.wc_node, kxfer_node_name, sizeof(wc.wc_node));
 	wc.wc_incarnation = cpu_to_le32(kxfer_incarnation);
 	kxfer_conn_param(s, &param, &wc, sizeof(wc));
-	rdma_set_ack_timeout(qp->q_id, KXFER_ACK_TIMEOUT);
+	rdma_set_ack_timeout(qp->q_id, kxfer_ack_timeout);
 	return rdma_connect(qp->q_id, &param);
 }
 
@@ -1322,7 +1329,7 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 	/* Events for this id come to the QP from now on. */
 	pending = id->context;
 	id->context = qp;
-	rdma_set_ack_timeout(id, KXFER_ACK_TIMEOUT);
+	rdma_set_ack_timeout(id, kxfer_ack_timeout);
 	ret = rdma_accept(id, &param);
 	if (ret)
 		id->context = pending;

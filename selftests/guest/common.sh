@@ -69,11 +69,20 @@ fi
 # check-debug, KXFER_SLOW=4, where a QP busy with 8 MiB of writes
 # completes them seconds apart under TCG, and a probe waits behind them).
 KXFER_KA_TIMEOUT_MS=$((5000 * ${KXFER_SLOW:-1}))
+# And the QPs' ACK timeout: the module's 16 (268 ms) plus log2 KXFER_SLOW,
+# so a slow kernel's late ACKs are not taken for lost packets and sent
+# again (load bounds the retransmissions).
+KXFER_ACK_TIMEOUT=16
+for ((_s = ${KXFER_SLOW:-1}; _s > 1; _s /= 2)); do
+	KXFER_ACK_TIMEOUT=$((KXFER_ACK_TIMEOUT + 1))
+done
+unset _s
 
 kxfer_load() {
 	lsmod | grep -q '^kxfer ' && return 0
 	if [ "${KXFER_SLOW:-1}" -gt 1 ]; then
-		insmod "$KXFER_MODULE" keepalive_timeout_ms="$KXFER_KA_TIMEOUT_MS" "$@"
+		insmod "$KXFER_MODULE" keepalive_timeout_ms="$KXFER_KA_TIMEOUT_MS" \
+			ack_timeout="$KXFER_ACK_TIMEOUT" "$@"
 	else
 		insmod "$KXFER_MODULE" "$@"
 	fi

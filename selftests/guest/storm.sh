@@ -354,8 +354,10 @@ rxe_counters() {
 }
 
 # rxe_counters_check BEFORE AFTER: no RNR NAK and no retry exhausted;
-# retransmissions (completer_retry_err: no ACK within kxfer's 268 ms ACK
-# timeout, which a TCG guest on a loaded host misses now and then) are
+# retransmissions (completer_retry_err: no ACK within kxfer's ACK timeout,
+# 268 ms on Debian's kernels and longer on the slow ones (common.sh's
+# KXFER_ACK_TIMEOUT), which a TCG guest on a loaded host misses now and
+# then) are
 # printed with the qdisc's drops, and bounded by one per 1000 packets sent
 storm_rxe_check() {
 	local k v0 v1 sent=0 retr=0 rc=0

@@ -27,6 +27,34 @@ t_module_load() {
 	kxferctl dev show rxe0 >/dev/null
 }
 
+# A module parameter out of range: the load fails with EINVAL and says
+# which, and nothing is left behind.
+t_module_bad_param() {
+	local out p
+
+	rmmod kxfer
+	# loaded again whatever happens, for the tests after this one
+	defer kxfer_load
+	for p in ack_timeout=7 ack_timeout=25; do
+		out=$(insmod "$KXFER_MODULE" "$p" 2>&1) && {
+			echo "insmod $p succeeded"
+			exit 1
+		}
+		echo "insmod $p: $out"
+		# EINVAL: kmod's insmod says "Invalid parameters", busybox's
+		# strerror's "Invalid argument"
+		echo "$out" | grep -Eq 'Invalid (parameters|argument)'
+		check_fail grep -q '^kxfer ' /proc/modules
+		test ! -e /dev/kxfer
+	done
+	dmesg | grep -q 'kxfer: ack_timeout must be in 8..24'
+	insmod "$KXFER_MODULE" ack_timeout=8
+	grep -qx 8 /sys/module/kxfer/parameters/ack_timeout
+	rmmod kxfer
+	kxfer_load
+	kxferctl dev show rxe0 >/dev/null
+}
+
 t_rmmod_refused_while_open() {
 	exec 3<>/dev/kxfer
 	! rmmod kxfer 2>/dev/null || { echo "rmmod succeeded with /dev/kxfer open"; exit 1; }
@@ -396,6 +424,7 @@ t_module_unload() {
 }
 
 ktest module_load t_module_load
+ktest module_bad_param t_module_bad_param
 ktest kxferctl_usage t_usage
 ktest dev_show_json t_dev_show_json
 ktest dev_show_text t_dev_show_text
