@@ -641,8 +641,16 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 		u64 stamp = le64_to_cpu(((const struct kxfer_msg_keepalive *)
 					 buf)->mk_stamp);
 
-		if (stamp && stamp == s->s_ka_sent_ns) {
-			s->s_ka_rtt_ns = ktime_get_ns() - stamp;
+		/*
+		 * The peer answers the latest probe it saw: any one sent since
+		 * the first unanswered one.  The round trip counts from that
+		 * first one, which is how long the peer took to answer.
+		 */
+		if (s->s_ka_sent_ns && stamp >= s->s_ka_sent_ns &&
+		    stamp <= s->s_ka_last_ns) {
+			s->s_ka_rtt_ns = ktime_get_ns() - s->s_ka_sent_ns;
+			s->s_ka_rtt_max_ns = max(s->s_ka_rtt_max_ns,
+						 s->s_ka_rtt_ns);
 			s->s_ka_sent_ns = 0;
 		}
 		return 0;

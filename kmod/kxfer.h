@@ -682,9 +682,10 @@ struct kxfer_session {
 	u32			s_peer_features;	/* KXFER_WIRE_F_* both speak */
 	/* last sign of life: a message in, or one of ours acknowledged */
 	u64			s_last_rx_ns;
-	u64			s_ka_sent_ns;	/* outstanding probe, or 0 */
+	u64			s_ka_sent_ns;	/* first unanswered probe, or 0 */
 	u64			s_ka_last_ns;	/* last probe sent */
 	u64			s_ka_rtt_ns;
+	u64			s_ka_rtt_max_ns;	/* longest, session's life */
 
 	struct list_head	s_regs;
 	struct list_head	s_rexports;

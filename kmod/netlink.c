@@ -954,6 +954,8 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 	    nla_put_u32(skb, KXFER_A_PEER_RECONNECTS, s->s_reconnects) ||
 	    nla_put_u64_64bit(skb, KXFER_A_PEER_KEEPALIVE_RTT_NS,
 			      s->s_ka_rtt_ns, KXFER_A_PEER_PAD) ||
+	    nla_put_u64_64bit(skb, KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS,
+			      s->s_ka_rtt_max_ns, KXFER_A_PEER_PAD) ||
 	    nla_put_u64_64bit(skb, KXFER_A_PEER_UP_NS, s->s_up_ns,
 			      KXFER_A_PEER_PAD) ||
 	    (s->s_remote_node[0] &&

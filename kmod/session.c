@@ -846,6 +846,30 @@ out_unlock:
 		kxfer_sessions_supersede_late(s);
 }
 
+/*
+ * Probe once per interval, whatever else flows, so that both ends measure
+ * the round trip.  The answer rides the peer's QP 0 behind everything the
+ * peer queued there before it, so under a deep queue it comes late while
+ * the peer is well: probe again while it is late, a third of the timeout
+ * apart (at least an interval), because each probe sent is acknowledged
+ * by the peer's NIC at once, and that acknowledgment is a sign of life
+ * (kxfer_ctrl_wc_send) where a session only receiving RDMA WRITEs has no
+ * other.  A repeat waits for an empty control queue: a probe that cannot
+ * be sent proves nothing, and the peer's receive credits bound how many
+ * go before its answers bring them back.  Caller holds s_mutex.
+ */
+static bool kxfer_session_probe_due(struct kxfer_session *s, u64 now)
+{
+	u64 every = kxfer_keepalive_ms;
+
+	if (s->s_ka_sent_ns) {
+		if (!list_empty(&s->s_txq))
+			return false;
+		every = max(every, (u64)kxfer_keepalive_timeout_ms / 3);
+	}
+	return now - s->s_ka_last_ns >= every * NSEC_PER_MSEC;
+}
+
 /* Keepalive while connected, reconnect while down. */
 static void kxfer_session_timer(struct work_struct *work)
 {
@@ -895,16 +919,11 @@ static void kxfer_session_timer(struct work_struct *work)
 			kxfer_session_fail(s, -ETIMEDOUT, "keepalive timeout");
 			break;
 		}
-		/*
-		 * Probe once per interval, whatever else flows, so that both
-		 * ends measure the round trip; an unanswered probe is not
-		 * repeated, the timeout above ends the session instead.
-		 */
-		if (!s->s_ka_sent_ns &&
-		    now - s->s_ka_last_ns >= (u64)kxfer_keepalive_ms * NSEC_PER_MSEC) {
+		if (kxfer_session_probe_due(s, now)) {
 			struct kxfer_msg_keepalive ka = {};
 
-			s->s_ka_sent_ns = now;
+			if (!s->s_ka_sent_ns)
+				s->s_ka_sent_ns = now;
 			s->s_ka_last_ns = now;
 			ka.mk_stamp = cpu_to_le64(now);
 			kxfer_ctrl_send(s, KXFER_MSG_KEEPALIVE,

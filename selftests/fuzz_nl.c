@@ -233,6 +233,7 @@ static const struct attr a_peer[] = {
 	[KXFER_A_PEER_AUTH] = { T_U32 },
 	[KXFER_A_PEER_AUTH_FAILURES] = { T_U32 },
 	[KXFER_A_PEER_POLL] = { T_FLAG },
+	[KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS] = { T_U64 },
 };
 
 static const struct attr a_qp[] = {

@@ -43,6 +43,7 @@ static const char *const peer_attr_names[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_AUTH]		= "auth",
 	[KXFER_A_PEER_AUTH_FAILURES]	= "auth-failures",
 	[KXFER_A_PEER_POLL]		= "poll",
+	[KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS] = "keepalive-rtt-max-ns",
 };
 
 static const struct kx_attr_set peer_set = {
@@ -68,6 +69,7 @@ static const struct nla_policy peer_policy[KXFER_A_PEER_MAX + 1] = {
 	/* s32; libnl checks the length of NLA_U32 only */
 	[KXFER_A_PEER_LAST_ERRNO]	= { .type = NLA_U32 },
 	[KXFER_A_PEER_KEEPALIVE_RTT_NS]	= { .type = NLA_U64 },
+	[KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS] = { .type = NLA_U64 },
 	[KXFER_A_PEER_UP_NS]		= { .type = NLA_U64 },
 	[KXFER_A_PEER_QP]		= { .type = NLA_NESTED },
 	[KXFER_A_PEER_REMOTE_EXPORT]	= { .type = NLA_NESTED },
@@ -348,6 +350,9 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 	if (tb[KXFER_A_PEER_KEEPALIVE_RTT_NS])
 		out_ns("keepalive_rtt", "keepalive_rtt_ns",
 		       nla_get_u64(tb[KXFER_A_PEER_KEEPALIVE_RTT_NS]));
+	if (tb[KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS])
+		out_ns("keepalive_rtt_max", "keepalive_rtt_max_ns",
+		       nla_get_u64(tb[KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS]));
 	if (tb[KXFER_A_PEER_UP_NS])
 		out_ns("connect_time", "up_ns",
 		       nla_get_u64(tb[KXFER_A_PEER_UP_NS]));

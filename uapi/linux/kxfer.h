@@ -897,7 +897,7 @@ enum {
 					 * its last attempt failed
 					 */
 	KXFER_A_PEER_LAST_ERRNO,	/* s32 */
-	KXFER_A_PEER_KEEPALIVE_RTT_NS,	/* u64, round trip of the last probe */
+	KXFER_A_PEER_KEEPALIVE_RTT_NS,	/* u64, round trip of the last answer */
 	KXFER_A_PEER_UP_NS,		/* u64, time from connect to up, last time */
 	KXFER_A_PEER_QP,		/* nest, attribute-set "qp"; repeated */
 	KXFER_A_PEER_REMOTE_EXPORT,	/* nest, attribute-set "rexp"; repeated */
@@ -921,6 +921,11 @@ enum {
 	 * by the listener that accepted it (KXFER_A_LISTEN_POLL)
 	 */
 	KXFER_A_PEER_POLL,
+	/*
+	 * u64: the longest keepalive round trip of the session's life (a
+	 * probe's answer waits behind the data the peer queued before it)
+	 */
+	KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS,
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
