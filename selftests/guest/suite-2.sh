@@ -843,6 +843,114 @@ t_write_64m() {
 	barrier w64-done
 }
 
+# A queue deeper than the keepalive timeout: b writes 2 x 64 MiB at once
+# on each of its 16-QP sessions to a, with a keepalive timeout a quarter
+# of the time those writes take (b measures one first).  a only receives
+# RDMA WRITEs, so its signs of life from b are b's answers to its probes,
+# which wait on b's QP 0 behind b's writes, longer than the timeout.
+# The sessions must stay up: a probes again while an answer is late, and
+# b's NIC acknowledges each probe at once (b hears a's probes: its own
+# sign of life while its writes complete seconds apart).  a's
+# keepalive_rtt_max shows the answer did come later than the timeout
+# (4 times later on 6.1; 2 to 3 times with a timeout of a third).
+dq_sessions() {
+	kxferctl -j peer show | jq -c '[.[] | select(.role == "acceptor" and .qps == 16)]'
+}
+
+t_deep_queue() {
+	local params=/sys/module/kxfer/parameters
+	local ka0 kat0 t_ms us nsess=2 names p i pids=() rc=0 j
+
+	[ "${KXFER_SLOW:-1}" -gt 1 ] && nsess=1
+	ka0=$(cat $params/keepalive_ms)
+	kat0=$(cat $params/keepalive_timeout_ms)
+	defer sh -c "echo $kat0 >$params/keepalive_timeout_ms; echo $ka0 >$params/keepalive_ms"
+	if on_a; then
+		kxferctl pool add dq size 64M mode 0666
+		defer kxferctl pool del dq
+		kxferctl export add dqx pool dq access write
+		defer kxferctl export del dqx
+		barrier dq-ready
+		barrier dq-set
+		t_ms=$(cat "$KXFER_SHARED/dq.timeout_ms")
+		echo "$t_ms" >$params/keepalive_timeout_ms
+		echo $((t_ms / 4)) >$params/keepalive_ms
+		kmsg_mark deep_queue
+		barrier dq-go
+		barrier dq-done 400
+		j=$(dq_sessions)
+		echo "a's sessions from b: $j"
+		echo "$j" | jq -e --argjson n "$nsess" \
+			'length == $n and all(.[]; .state == "up")' >/dev/null ||
+			{ echo "a's 16-QP sessions from b are not all up"; rc=1; }
+		# the answer came later than the timeout, and the session lived
+		echo "$j" | jq -e --argjson t "$t_ms" \
+			'any(.[]; .keepalive_rtt_max_ns > $t * 1000000)' >/dev/null || {
+			echo "no keepalive answer later than the $t_ms ms timeout:" \
+				"the queue was not deep enough"
+			rc=1
+		}
+		if dmesg | awk '/kxfer-selftest: deep_queue starts/ { n = NR } n && NR > n' |
+			grep 'kxfer: peer b: down'; then
+			echo "a ended a session from b"
+			rc=1
+		fi
+		xfer check dq 0 64M seed:65 || rc=1
+		barrier dq-checked
+		return $rc
+	fi
+	kxferctl pool add dqsrc size 64M mode 0666
+	defer kxferctl pool del dqsrc
+	xfer fill dqsrc 0 64M seed:65
+	barrier dq-ready
+	names=dq16
+	[ "$nsess" = 2 ] && names="dq16 dq16b"
+	for p in $names; do
+		kxferctl peer add "$p" "$A" qps 16
+		defer kxferctl peer del "$p"
+	done
+	for p in $names; do
+		busywait 20000 peer_state "$p" up
+		busywait 10000 has_rexport "$p" dqx
+	done
+	xfer job -T dq16 dqx dqsrc write 0:0:64M | tee /tmp/dq
+	us=$(sed -n 's/.*time \([0-9]*\) us.*/\1/p' /tmp/dq)
+	[[ $us =~ ^[0-9]+$ ]]
+	# The writes below take about 2 * nsess * us: a timeout of a quarter.
+	t_ms=$((us * 2 * nsess / 4000))
+	((t_ms >= 1500)) || t_ms=1500
+	echo "one 64 MiB write: $us us; keepalive timeout $t_ms ms, interval $((t_ms / 4)) ms" |
+		tee -a "$KXFER_OUT/deep-queue.txt"
+	echo "$t_ms" >"$KXFER_SHARED/dq.timeout_ms"
+	echo "$t_ms" >$params/keepalive_timeout_ms
+	echo $((t_ms / 4)) >$params/keepalive_ms
+	barrier dq-set
+	barrier dq-go
+	for p in $names; do
+		for i in 1 2; do
+			xfer job -t "$(_kx_slow 300)" -T "$p" dqx dqsrc write 0:0:64M \
+				>"/tmp/dq.$p.$i" 2>&1 &
+			pids+=($!)
+		done
+	done
+	for i in "${pids[@]}"; do
+		wait "$i" || rc=1
+	done
+	for p in $names; do
+		for i in 1 2; do
+			echo "$p #$i: $(cat "/tmp/dq.$p.$i")"
+		done
+		j=$(peer_json "$p")
+		echo "$j" | jq -c '.[0] | {state, reconnects, keepalive_rtt_ns,
+			keepalive_rtt_max_ns}'
+		echo "$j" | jq -e '.[0].state == "up" and .[0].reconnects == 0' >/dev/null ||
+			{ echo "session $p went down"; rc=1; }
+	done
+	barrier dq-done
+	barrier dq-checked
+	return $rc
+}
+
 # b's RDMA device goes away under a live session and comes back.
 t_device_delete() {
 	if on_a; then
@@ -968,6 +1076,7 @@ ktest2 stats t_stats
 ktest2 batch t_batch
 ktest2 trace t_trace
 ktest2 write_64m t_write_64m
+KTEST_TIMEOUT=600 ktest2 deep_queue t_deep_queue
 ktest2 backpressure t_backpressure
 ktest2 withdraw_live t_withdraw_live
 ktest2 export_add_del_live t_export_add_del_live
