@@ -196,6 +196,13 @@ peer_state() {
 	[ "$(peer_json "$1" 2>/dev/null | jq -r '.[0].state')" = "$2" ]
 }
 
+# peer_sessions NAME: "ID STATE" of every session named NAME, one a line
+# (a listener names each accepted session after its remote node, so b's
+# sessions to a are all "b" on a, and `peer show NAME` shows the oldest)
+peer_sessions() {
+	kxferctl -j peer show | jq -r --arg n "$1" '.[] | select(.name == $n) | "\(.id) \(.state)"'
+}
+
 # peer_attempts NAME: the connector's connection attempts since it was
 # last up ("" if kxferctl does not say)
 peer_attempts() {

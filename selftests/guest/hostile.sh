@@ -244,7 +244,7 @@ t_hostile_broken_qp() {
 	local rc=0 p=/sys/module/kxfer/parameters
 
 	if on_a; then
-		local n0 t0
+		local n0 t0 b0 b1
 
 		kxferctl pool add hw size 8M
 		defer kxferctl pool del hw
@@ -254,6 +254,11 @@ t_hostile_broken_qp() {
 		echo 20000 >$p/keepalive_ms
 		defer sh -c "echo 1000 >$p/keepalive_ms; echo $KXFER_KA_TIMEOUT_MS >$p/keepalive_timeout_ms"
 		n0=$(dmesg | wc -l)
+		# b's own sessions (pa, pa4), followed by id: evilw's broken QP
+		# must end evilw's session and none of these
+		b0=$(peer_sessions b | sort)
+		echo "b's sessions before: ${b0//$'\n'/, }"
+		[ "$(grep -c ' up$' <<<"$b0")" -ge 2 ] || { kxferctl -j peer show; rc=1; }
 		barrier hw-ready
 		barrier hw-broken 60
 		t0=$(now_ms)
@@ -263,7 +268,10 @@ t_hostile_broken_qp() {
 		dmesg | tail -n +$((n0 + 1)) | grep 'peer evilw: ' || true
 		dmesg | tail -n +$((n0 + 1)) |
 			grep -q 'peer evilw: down: QP in error, work requests flushed' || rc=1
-		peer_state b up || rc=1
+		b1=$(peer_sessions b | sort)
+		echo "b's sessions after: ${b1//$'\n'/, }"
+		[ "$(grep ' up$' <<<"$b0")" = "$(grep ' up$' <<<"$b1")" ] ||
+			{ echo "b's sessions changed"; kxferctl -j peer show; rc=1; }
 		barrier hw-done
 		return $rc
 	fi
