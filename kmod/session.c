@@ -112,6 +112,8 @@ MODULE_PARM_DESC(default_depth, "Send queue depth per QP (default 256)");
 #define KXFER_CONNECT_TIMEOUT_MS 10000
 #define KXFER_UP_TIMEOUT_MS	40000
 #define KXFER_RECONNECT_MIN_MS	100
+/* A keepalive answer later than this many keepalive timeouts ends a session. */
+#define KXFER_KA_ANSWER_MAX	4
 /* A connector failing again for the same reason says so this often. */
 #define KXFER_SAY_AGAIN_MS	30000
 
@@ -854,18 +856,29 @@ out_unlock:
  * apart (at least an interval), because each probe sent is acknowledged
  * by the peer's NIC at once, and that acknowledgment is a sign of life
  * (kxfer_ctrl_wc_send) where a session only receiving RDMA WRITEs has no
- * other.  A repeat waits for an empty control queue: a probe that cannot
- * be sent proves nothing, and the peer's receive credits bound how many
- * go before its answers bring them back.  Caller holds s_mutex.
+ * other.  A repeat waits for an empty control queue (a probe that cannot
+ * be sent proves nothing) and for more than half the peer's receive
+ * credits (each repeat holds one until the late answer returns it, and
+ * answers, notifications and export updates need them too).  The NIC of
+ * a peer whose kxfer no longer answers would acknowledge repeats for
+ * ever: kxfer_session_timer bounds the wait for an answer.  Caller holds
+ * s_mutex.
  */
 static bool kxfer_session_probe_due(struct kxfer_session *s, u64 now)
 {
 	u64 every = kxfer_keepalive_ms;
+	unsigned long flags;
+	bool credits;
 
 	if (s->s_ka_sent_ns) {
 		if (!list_empty(&s->s_txq))
 			return false;
-		every = max(every, (u64)kxfer_keepalive_timeout_ms / 3);
+		spin_lock_irqsave(&s->s_lock, flags);
+		credits = s->s_credits > KXFER_CTRL_RECVS / 2;
+		spin_unlock_irqrestore(&s->s_lock, flags);
+		if (!credits)
+			return false;
+		every = max(every, (u64)(kxfer_keepalive_timeout_ms / 3));
 	}
 	return now - s->s_ka_last_ns >= every * NSEC_PER_MSEC;
 }
@@ -917,6 +930,18 @@ static void kxfer_session_timer(struct work_struct *work)
 		}
 		if (idle > (u64)kxfer_keepalive_timeout_ms * NSEC_PER_MSEC) {
 			kxfer_session_fail(s, -ETIMEDOUT, "keepalive timeout");
+			break;
+		}
+		/*
+		 * Signs of life without an answer: the peer's NIC takes the
+		 * probes, its kxfer does not answer them (or its queue is
+		 * deeper than any data path should be).
+		 */
+		if (s->s_ka_sent_ns && now - s->s_ka_sent_ns >
+		    (u64)kxfer_keepalive_timeout_ms * KXFER_KA_ANSWER_MAX *
+		    NSEC_PER_MSEC) {
+			kxfer_session_fail(s, -ETIMEDOUT,
+					   "keepalive answer overdue");
 			break;
 		}
 		if (kxfer_session_probe_due(s, now)) {
