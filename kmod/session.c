@@ -874,7 +874,7 @@ static bool kxfer_session_probe_due(struct kxfer_session *s, u64 now)
 		if (!list_empty(&s->s_txq))
 			return false;
 		spin_lock_irqsave(&s->s_lock, flags);
-		credits = s->s_credits > KXFER_CTRL_RECVS / 2;
+		credits = s->s_credits > s->s_credits_max / 2;
 		spin_unlock_irqrestore(&s->s_lock, flags);
 		if (!credits)
 			return false;
