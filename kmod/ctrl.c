@@ -284,6 +284,33 @@ void kxfer_ctrl_send_job(struct kxfer_session *s, enum kxfer_msg_type type,
 	list_add_tail(&m->cm_node, &s->s_txq);
 }
 
+/*
+ * Owed credits go back with any message, and alone when many pile up
+ * with nothing to send.  They also go alone when the next message waits
+ * for credits (one left, the one kept for a CREDIT): the peer may be
+ * waiting the same way for the credits we owe it, each side's messages
+ * queued behind its own, and neither would ever send.
+ */
+static bool kxfer_ctrl_credit_due(struct kxfer_session *s)
+{
+	const struct kxfer_ctrl_msg *m;
+	unsigned long flags;
+	bool blocked;
+
+	if (!s->s_credits_owed)
+		return false;
+	if (list_empty(&s->s_txq))
+		return s->s_credits_owed >= KXFER_CTRL_RECVS / 2;
+	m = list_first_entry(&s->s_txq, struct kxfer_ctrl_msg, cm_node);
+	if (m->cm_data[offsetof(struct kxfer_msg_hdr, mh_type)] ==
+	    KXFER_MSG_CREDIT)
+		return false;
+	spin_lock_irqsave(&s->s_lock, flags);
+	blocked = s->s_credits == 1;
+	spin_unlock_irqrestore(&s->s_lock, flags);
+	return blocked;
+}
+
 /**
  * kxfer_ctrl_flush - post queued messages as credits and buffers allow
  * @s: the session, control channel up
@@ -299,10 +326,13 @@ void kxfer_ctrl_flush(struct kxfer_session *s)
 		return;
 	ibdev = s->s_dev->kd_ibdev;
 
-	/* Owed credits go back with any message; alone when many pile up. */
-	if (list_empty(&s->s_txq) &&
-	    s->s_credits_owed >= KXFER_CTRL_RECVS / 2)
+	if (kxfer_ctrl_credit_due(s)) {
 		kxfer_ctrl_send(s, KXFER_MSG_CREDIT, NULL, 0);
+		if (test_bit(KXFER_SE_FAIL, &s->s_events))
+			return;		/* out of memory */
+		/* Ahead of what waits: it is what unblocks the peer. */
+		list_move(s->s_txq.prev, &s->s_txq);
+	}
 
 	while (!list_empty(&s->s_txq)) {
 		struct kxfer_ctrl_msg *m = list_first_entry(&s->s_txq,
