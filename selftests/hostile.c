@@ -20,6 +20,11 @@
  *                                 -e check the exports a advertises to it
  *   hostile [OPTIONS] poison      as node "evilw", break a's QP 0 with a bad
  *                                 key, then wait (-H) for a to end it
+ *   hostile [OPTIONS] standoff    answers that wait for credits on both
+ *                                 sides: a must return its own alone
+ *   hostile [OPTIONS] mute MS     credits back, no keepalive ever
+ *                                 answered: a must end the session 4
+ *                                 timeouts (MS, a's) after the first probe
  *   hostile [OPTIONS] auth [CASE] the authentication handshake (a listener
  *                                 that requires it, -p; -K its key): the
  *                                 right key, a wrong one, none, replayed,
@@ -293,6 +298,8 @@ struct sess {
 	unsigned int nex;
 	struct timespec t_disc;
 	bool no_ack;		/* answer no keepalive */
+	unsigned int n_credit;	/* CREDIT messages received */
+	struct timespec t_ka;	/* when a's first unanswered probe came */
 	/* authentication */
 	uint32_t a_features;	/* what a's accept said it speaks */
 	char a_node[NAME_MAX_];
@@ -886,6 +893,7 @@ static void rx_msg(struct sess *s, const uint8_t *p, unsigned int len)
 	case MSG_CREDIT:
 	case MSG_SYNC_DONE:
 		want = sizeof(*h);
+		s->n_credit += h->type == MSG_CREDIT;
 		s->got_sync |= h->type == MSG_SYNC_DONE;
 		if (h->type == MSG_SYNC_DONE && s->auth_open)
 			violation(s, "end of the export table before authentication");
@@ -921,7 +929,8 @@ static void rx_msg(struct sess *s, const uint8_t *p, unsigned int len)
 		if (h->type == MSG_KEEPALIVE_ACK) {
 			s->ka_acked = true;
 		} else {
-			s->ka_pending++;
+			if (!s->ka_pending++ && s->no_ack)
+				clock_gettime(CLOCK_MONOTONIC, &s->t_ka);
 			memcpy(&s->ka_stamp, p + sizeof(*h), 8);
 		}
 		break;
@@ -2176,6 +2185,141 @@ out:
 	return 0;
 }
 
+static bool acked_or_credit(struct sess *s)
+{
+	return s->ka_acked || s->n_credit || s->c[0].disconnected;
+}
+
+/*
+ * A peer that, like a, returns credits only with a message of its own
+ * while it has one waiting for credits: KEEPALIVEs that carry no credit,
+ * one at a time, each answered by a, whose answers return ours.  a's
+ * credits run down to the one it keeps for a CREDIT, and the next
+ * answer waits for credits we do not return.  a owes us the receive of
+ * that KEEPALIVE: it must send it back alone, or the two sides would
+ * wait on each other for ever.  Then we return ours, and a's answer
+ * comes.
+ */
+static int cmd_standoff(void)
+{
+	unsigned int i, answered = 0;
+	struct sess s;
+
+	if (sess_open(&s, "hf-stand", 1, -1)) {
+		result("standoff", "FAIL: the session did not come up");
+		goto out;
+	}
+	s.no_ack = true;
+	for (i = 0; i < 2 * A_RECVS; i++) {
+		uint8_t m[sizeof(struct msg_keepalive)];
+		uint64_t stamp = htole64(0x57a0 + i);
+
+		if (!s.credits) {
+			result("standoff", "FAIL: a's answers returned no credit (%u answered)",
+			       answered);
+			goto out;
+		}
+		s.ka_acked = false;
+		s.n_credit = 0;
+		hdr_init((void *)m, MSG_KEEPALIVE, sizeof(m), ++s.tx_seq, 0);
+		memcpy(m + sizeof(struct msg_hdr), &stamp, 8);
+		send_raw(&s, m, sizeof(m));
+		s.credits--;
+		pump(&s, 3000, acked_or_credit);
+		if (s.c[0].disconnected) {
+			result("standoff", "FAIL: a ended the session after %u answers",
+			       answered);
+			goto out;
+		}
+		if (s.n_credit)
+			break;
+		if (!s.ka_acked) {
+			result("standoff",
+			       "FAIL: a answered %u keepalives, then for %d ms neither the next nor its credit: deadlock",
+			       answered, slow_ms(3000));
+			goto out;
+		}
+		answered++;
+	}
+	if (!s.n_credit) {
+		result("standoff", "FAIL: a answered %u keepalives without a credit back",
+		       answered);
+		goto out;
+	}
+	/* Our credits back: the waiting answer must come. */
+	s.ka_acked = false;
+	send_msg(&s, MSG_CREDIT, NULL, 0);
+	if (!pump(&s, 3000, is_acked) || s.c[0].disconnected)
+		result("standoff",
+		       "FAIL: a returned a credit after %u answers, then no answer came",
+		       answered);
+	else
+		result("standoff",
+		       "ok, a answered %u keepalives, returned a credit alone when out of them, then answered",
+		       answered);
+out:
+	sess_close(&s);
+	return 0;
+}
+
+static double ts_ms(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) * 1e3 + (b->tv_nsec - a->tv_nsec) / 1e6;
+}
+
+/*
+ * A peer whose NIC takes every probe and whose kxfer never answers one:
+ * credits come back (a CREDIT for each message of a), so a's keepalive
+ * timeout never fires, its sends completing.  a must end the session
+ * when the first unanswered probe is KXFER_KA_ANSWER_MAX (4) keepalive
+ * timeouts old (@timeout_ms, as a's keepalive_timeout_ms is set), at its
+ * next timer tick: between 4 and 5 timeouts after it came, the upper
+ * bound KXFER_SLOW times wider.
+ */
+static int cmd_mute(int timeout_ms)
+{
+	int64_t end;
+	double t;
+	struct sess s;
+
+	if (sess_open(&s, "hf-mute", 1, -1)) {
+		result("mute", "FAIL: the session did not come up");
+		goto out;
+	}
+	s.no_ack = true;
+	s.ka_pending = 0;
+	end = now_ms() + 5 * slow_ms(timeout_ms) + 10000;
+	while (!s.c[0].disconnected && now_ms() < end) {
+		if (s.owed && s.credits)
+			send_msg(&s, MSG_CREDIT, NULL, 0);
+		pump(&s, 50, NULL);
+	}
+	if (!s.ka_pending) {
+		result("mute", "FAIL: a sent no keepalive");
+		goto out;
+	}
+	if (!s.c[0].disconnected) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		result("mute", "FAIL: the session outlived its first unanswered probe by %.0f ms",
+		       ts_ms(&s.t_ka, &now));
+		goto out;
+	}
+	t = ts_ms(&s.t_ka, &s.t_disc);
+	if (t < 4 * timeout_ms - timeout_ms / 2 || t > 4 * timeout_ms + slow_ms(timeout_ms))
+		result("mute",
+		       "FAIL: a ended the session %.0f ms after the first unanswered probe, not in [%d, %d]",
+		       t, 4 * timeout_ms - timeout_ms / 2, 4 * timeout_ms + slow_ms(timeout_ms));
+	else
+		result("mute",
+		       "ok, a ended the session %.0f ms after the first unanswered probe (%u, timeout %d ms)",
+		       t, s.ka_pending, timeout_ms);
+out:
+	sess_close(&s);
+	return 0;
+}
+
 /* A session as NODE: what a gives a name claimed from this address. */
 static int cmd_claim(const char *node, const char *expect)
 {
@@ -2874,7 +3018,8 @@ static void print_usage(void)
 	      "               [-H SEC] [-s SEED] [-S SRCADDR]\n"
 	      "               pdata | halfopen | ctrl [CASE] | overrun | rdma |\n"
 	      "               ackflood N | expflood N | halfflood N MAX | claim NODE |\n"
-	      "               poison | auth [CASE] | supersede NODE\n"
+	      "               poison | standoff | mute TIMEOUT_MS | auth [CASE] |\n"
+	      "               supersede NODE\n"
 	      "       (-K KEYFILE: the listener's secret; -I N: our incarnation)\n",
 	      stderr);
 	exit(2);
@@ -2971,6 +3116,10 @@ int main(int argc, char **argv)
 		cmd_claim(argv[optind + 1], expect);
 	else if (!strcmp(argv[optind], "poison"))
 		cmd_poison(granted, hold_s);
+	else if (!strcmp(argv[optind], "standoff"))
+		cmd_standoff();
+	else if (!strcmp(argv[optind], "mute") && argv[optind + 1])
+		cmd_mute(atoi(argv[optind + 1]));
 	else if (!strcmp(argv[optind], "auth"))
 		cmd_auth(argv[optind + 1]);
 	else if (!strcmp(argv[optind], "supersede") && argv[optind + 1] &&

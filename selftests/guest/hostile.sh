@@ -288,3 +288,55 @@ t_hostile_broken_qp() {
 	barrier hw-done
 	return $rc
 }
+
+# Keepalives against a peer that keeps credits (issue 16).  standoff:
+# hostile (as hf-stand) sends KEEPALIVEs that return no credit, one at a
+# time, until a's answers have used every credit but the one a keeps for
+# a CREDIT; a then owes hostile the receive of the KEEPALIVE it cannot
+# answer, and must return it alone, or two peers that both wait for
+# credits before they send would wait for ever (a probes no one
+# meanwhile: keepalive 60 s).  mute: hostile (as hf-mute) returns every
+# credit and answers no probe; a's sends complete and its keepalive
+# timeout never fires, so a ends the session when its first unanswered
+# probe is four keepalive timeouts old ("keepalive answer overdue"),
+# which hostile times.  b's own sessions carry on.
+t_hostile_keepalive() {
+	local rc=0 p=/sys/module/kxfer/parameters
+
+	if on_a; then
+		local n0 b0 b1
+
+		n0=$(dmesg | wc -l)
+		b0=$(peer_sessions b | sort)
+		echo 60000 >$p/keepalive_ms
+		defer sh -c "echo 1000 >$p/keepalive_ms"
+		barrier hk-ready
+		barrier hk-standoff 120
+		echo 1000 >$p/keepalive_ms
+		barrier hk-mute-ready
+		barrier hk-mute $((60 + 10 * KXFER_KA_TIMEOUT_MS / 1000))
+		busywait 10000 hp_only_b || { kxferctl -j peer show; rc=1; }
+		dmesg | tail -n +$((n0 + 1)) | grep 'peer hf-' || true
+		dmesg | tail -n +$((n0 + 1)) |
+			grep -q 'peer hf-mute: down: keepalive answer overdue' || rc=1
+		b1=$(peer_sessions b | sort)
+		[ "$(grep ' up$' <<<"$b0")" = "$(grep ' up$' <<<"$b1")" ] ||
+			{ echo "b's sessions now: ${b1//$'\n'/, }"; kxferctl -j peer show; rc=1; }
+		barrier hk-done
+		return $rc
+	fi
+	barrier hk-ready
+	hostile standoff >"$KXFER_OUT/hk-standoff.txt" 2>&1 || rc=1
+	cat "$KXFER_OUT/hk-standoff.txt"
+	grep -q '^case standoff: ok' "$KXFER_OUT/hk-standoff.txt" || rc=1
+	barrier hk-standoff
+	barrier hk-mute-ready
+	hostile mute "$KXFER_KA_TIMEOUT_MS" >"$KXFER_OUT/hk-mute.txt" 2>&1 || rc=1
+	cat "$KXFER_OUT/hk-mute.txt"
+	grep -q '^case mute: ok' "$KXFER_OUT/hk-mute.txt" || rc=1
+	barrier hk-mute
+	xfer random pa kvr local -s 352 -n 16 -m 4 -l 4K -b 4 -q
+	xfer random pa4 kvr local -s 353 -n 16 -m 4 -l 4K -b 4 -q
+	barrier hk-done
+	return $rc
+}
