@@ -1110,9 +1110,14 @@ static bool has_credits(struct sess *s)
 	return s->credits >= 2;
 }
 
+/*
+ * The completion alone: a ending the session does not end the wait, as
+ * its disconnect can overtake the NAK's completion on a busy host (seen
+ * under a CPU hog: poison's WRITE "ended" before its access error came).
+ */
 static bool rdma_done(struct sess *s)
 {
-	return s->rdma_done || s->c[0].disconnected;
+	return s->rdma_done;
 }
 
 /*
@@ -1863,8 +1868,8 @@ static int rdma_op(struct sess *s, unsigned int qi, enum ibv_wr_opcode op,
 	n_rdma++;
 	if (ibv_post_send(s->c[qi].qp, &wr, &bad))
 		return -errno;
-	if (!pump(s, 10000, rdma_done) || !s->rdma_done)
-		return -ETIMEDOUT;
+	if (!pump(s, 10000, rdma_done))
+		return s->c[0].disconnected ? -ENOTCONN : -ETIMEDOUT;
 	return s->rdma_status;
 }
 
