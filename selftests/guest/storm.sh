@@ -358,7 +358,10 @@ rxe_counters() {
 # 268 ms on Debian's kernels and longer on the slow ones (common.sh's
 # KXFER_ACK_TIMEOUT), which a TCG guest on a loaded host misses now and
 # then) are
-# printed with the qdisc's drops, and bounded by one per 1000 packets sent
+# printed with the qdisc's drops, and bounded by one per 200 packets sent
+# (a whole make check with a CPU hog beside the guests counted 1.1 per 1000
+# on 6.12, packets never lost whose ACK came late; a storm of them, as from
+# a responder overrun, counts far more)
 storm_rxe_check() {
 	local k v0 v1 sent=0 retr=0 rc=0
 
@@ -373,7 +376,7 @@ storm_rxe_check() {
 	tc -s qdisc show dev "$KXFER_NETDEV" | grep -E 'qdisc|dropped'
 	storm_say "$KXFER_GUEST: load: rxe0 sent_pkts +$sent, retransmissions" \
 		"(completer_retry_err) +$retr, RNR and retry-exceeded counters unchanged: $((!rc))"
-	[ $((retr * 1000)) -le "$sent" ] || { echo "too many retransmissions"; rc=1; }
+	[ $((retr * 200)) -le "$sent" ] || { echo "too many retransmissions"; rc=1; }
 	return $rc
 }
 
