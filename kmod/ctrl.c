@@ -248,6 +248,12 @@ void kxfer_ctrl_send(struct kxfer_session *s, enum kxfer_msg_type type,
 	kxfer_ctrl_send_job(s, type, body, body_len, NULL);
 }
 
+/* The type of a queued message (the rest of its header is written when posted). */
+static u8 kxfer_ctrl_msg_type(const struct kxfer_ctrl_msg *m)
+{
+	return m->cm_data[offsetof(struct kxfer_msg_hdr, mh_type)];
+}
+
 /**
  * kxfer_ctrl_send_job - queue a control message that ends a job when sent
  * @s: the session
@@ -302,8 +308,7 @@ static bool kxfer_ctrl_credit_due(struct kxfer_session *s)
 	if (list_empty(&s->s_txq))
 		return s->s_credits_owed >= KXFER_CTRL_RECVS / 2;
 	m = list_first_entry(&s->s_txq, struct kxfer_ctrl_msg, cm_node);
-	if (m->cm_data[offsetof(struct kxfer_msg_hdr, mh_type)] ==
-	    KXFER_MSG_CREDIT)
+	if (kxfer_ctrl_msg_type(m) == KXFER_MSG_CREDIT)
 		return false;
 	spin_lock_irqsave(&s->s_lock, flags);
 	blocked = s->s_credits == 1;
@@ -338,7 +343,7 @@ void kxfer_ctrl_flush(struct kxfer_session *s)
 		struct kxfer_ctrl_msg *m = list_first_entry(&s->s_txq,
 							    struct kxfer_ctrl_msg,
 							    cm_node);
-		u8 type = m->cm_data[offsetof(struct kxfer_msg_hdr, mh_type)];
+		u8 type = kxfer_ctrl_msg_type(m);
 		struct kxfer_ctrl_buf *cb;
 		struct ib_sge sge;
 		struct ib_send_wr wr = {};
@@ -662,8 +667,7 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 				sizeof(*stamp));
 		m = list_empty(&s->s_txq) ? NULL :
 		    list_last_entry(&s->s_txq, struct kxfer_ctrl_msg, cm_node);
-		if (m && m->cm_data[offsetof(struct kxfer_msg_hdr, mh_type)] ==
-		    KXFER_MSG_KEEPALIVE_ACK)
+		if (m && kxfer_ctrl_msg_type(m) == KXFER_MSG_KEEPALIVE_ACK)
 			s->s_ka_ack = m;	/* (not queued if out of memory) */
 		return 0;
 	}

@@ -2283,6 +2283,8 @@ static double ts_ms(const struct timespec *a, const struct timespec *b)
  */
 static int cmd_mute(int timeout_ms)
 {
+	int lo = 4 * timeout_ms - timeout_ms / 2;
+	int hi = 4 * timeout_ms + slow_ms(timeout_ms);
 	int64_t end;
 	double t;
 	struct sess s;
@@ -2312,10 +2314,10 @@ static int cmd_mute(int timeout_ms)
 		goto out;
 	}
 	t = ts_ms(&s.t_ka, &s.t_disc);
-	if (t < 4 * timeout_ms - timeout_ms / 2 || t > 4 * timeout_ms + slow_ms(timeout_ms))
+	if (t < lo || t > hi)
 		result("mute",
 		       "FAIL: a ended the session %.0f ms after the first unanswered probe, not in [%d, %d]",
-		       t, 4 * timeout_ms - timeout_ms / 2, 4 * timeout_ms + slow_ms(timeout_ms));
+		       t, lo, hi);
 	else
 		result("mute",
 		       "ok, a ended the session %.0f ms after the first unanswered probe (%u, timeout %d ms)",

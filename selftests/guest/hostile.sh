@@ -304,15 +304,16 @@ t_hostile_keepalive() {
 	local rc=0 p=/sys/module/kxfer/parameters
 
 	if on_a; then
-		local n0 b0 b1
+		local n0 b0 b1 ka0
 
 		n0=$(dmesg | wc -l)
 		b0=$(peer_sessions b | sort)
+		ka0=$(cat $p/keepalive_ms)
 		echo 60000 >$p/keepalive_ms
-		defer sh -c "echo 1000 >$p/keepalive_ms"
+		defer sh -c "echo $ka0 >$p/keepalive_ms"
 		barrier hk-ready
 		barrier hk-standoff 120
-		echo 1000 >$p/keepalive_ms
+		echo "$ka0" >$p/keepalive_ms
 		barrier hk-mute-ready
 		barrier hk-mute $((60 + 10 * KXFER_KA_TIMEOUT_MS / 1000))
 		busywait 10000 hp_only_b || { kxferctl -j peer show; rc=1; }
