@@ -624,24 +624,35 @@ t_partition() {
 	sleep 2
 	barrier lf-go
 	t0=$(now_ms)
-	busywait 15000 check_fail peer_state pa up
+	busywait 25000 check_fail peer_state pa up
 	dt=$(($(now_ms) - t0))
 	echo "session down after $dt ms" | tee "$KXFER_OUT/down-time.txt"
 	peer_json pa
 	# What ended it is checked below (last_error); the bound only tells a
 	# keepalive that fired from one that never did.  From t0 it holds
 	# a's barrier and tc commands (seconds under TCG), the timeout, the
-	# timer's quarter interval and this poll: 8.7 s once on 6.12 in CI
-	# (the slack grows with KXFER_SLOW: a debug kernel's commands are
-	# that much slower too).
-	[ "$dt" -le $((KA_TIMEOUT_MS + $(_kx_slow 10000))) ] ||
+	# timer's quarter interval and this poll: 8.7 s once on 6.12 in CI,
+	# 16 s with four guests on two CPUs (the slack grows with KXFER_SLOW:
+	# a debug kernel's commands are that much slower too).
+	[ "$dt" -le $((KA_TIMEOUT_MS + $(_kx_slow 20000))) ] ||
 		{ echo "slower than the keepalive bound"; exit 1; }
 	busywait 10000 check_fail kill -0 "$stream"
 	wait "$stream" || rc=$?
 	echo "job stream ended after $(($(now_ms) - t0)) ms, status $rc:"
 	cat /tmp/lf-stream
 	[ "$rc" = 1 ]
-	peer_json pa | jq -e '.[0].last_error == "keepalive timeout"' >/dev/null
+	# Why it went down, from the announcement of that moment: peer
+	# show's last_error is the latest failure's, and by now an attempt
+	# to reconnect while a still drops (its address resolution timing
+	# out) may have replaced it.
+	jq -s -e '[.[] | select(.event == "peer-state" and .name == "pa" and
+		.state == "down")][0].last_error == "keepalive timeout"' \
+		/tmp/lf-monitor >/dev/null || {
+		echo "pa did not go down on the keepalive timeout; events and log:"
+		cat /tmp/lf-monitor
+		dmesg | grep 'kxfer: peer pa:' | tail -n 5
+		exit 1
+	}
 	barrier lf-up
 	busywait 30000 peer_state pa up
 	busywait 30000 peer_state pa4 up
