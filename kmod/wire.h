@@ -22,6 +22,15 @@
 #define KXFER_CTRL_MSG_SIZE	4096		/* receive buffer size */
 
 /*
+ * Control receives a side may say it posted (wc_recv_credits,
+ * wa_recv_credits).  An ordinary message needs two credits, the last
+ * being kept for a CREDIT (ctrl.c), so a peer granting one could never
+ * be sent anything.
+ */
+#define KXFER_WIRE_MIN_CREDITS	2
+#define KXFER_WIRE_MAX_CREDITS	1024
+
+/*
  * Private data of rdma_connect() (one per QP).  rdma_cm leaves 56 bytes
  * of an IB CM REQ for the consumer; this uses all 56, and the CM pads
  * shorter private data with zeros.

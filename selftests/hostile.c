@@ -1239,6 +1239,12 @@ static void pd_credits0(struct wire_conn *w, uint8_t *len)
 	w->recv_credits = 0;
 }
 
+/* one credit is never enough for a message: the last is kept for a CREDIT */
+static void pd_credits1(struct wire_conn *w, uint8_t *len)
+{
+	w->recv_credits = htole16(1);
+}
+
 static void pd_credits_big(struct wire_conn *w, uint8_t *len)
 {
 	w->recv_credits = htole16(1025);
@@ -1302,6 +1308,7 @@ static const struct pdata_case pdata_cases[] = {
 	{ "index", REJ_MALFORMED, "bad QP index or count", pd_index },
 	{ "index255", REJ_MALFORMED, "bad QP index or count", pd_index255 },
 	{ "credits0", REJ_MALFORMED, "bad credit count", pd_credits0 },
+	{ "credits1", REJ_MALFORMED, "bad credit count", pd_credits1 },
 	{ "credits1025", REJ_MALFORMED, "bad credit count", pd_credits_big },
 	{ "credits65535", REJ_MALFORMED, "bad credit count", pd_credits_max },
 	{ "flags", REJ_MALFORMED, "unknown flags", pd_flags },

@@ -140,6 +140,15 @@ TEST_F(wire, conn_defects)
 	c.wc_recv_credits = 0;
 	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
 	make_conn(&c);
+	c.wc_recv_credits = cpu_to_le16(1);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	make_conn(&c);
+	c.wc_recv_credits = cpu_to_le16(2);
+	EXPECT_EQ(0, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	make_conn(&c);
+	c.wc_recv_credits = cpu_to_le16(1025);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	make_conn(&c);
 	c.wc_flags = cpu_to_le16(1);
 	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
 	make_conn(&c);
