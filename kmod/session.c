@@ -1097,8 +1097,7 @@ static int kxfer_qp_established(struct kxfer_qp *qp, struct rdma_cm_event *ev)
 		   offsetof(struct kxfer_wire_accept, wa_features) ||
 	    le32_to_cpu(wa->wa_magic) != KXFER_WIRE_MAGIC ||
 	    le16_to_cpu(wa->wa_version) != KXFER_WIRE_VERSION ||
-	    le16_to_cpu(wa->wa_recv_credits) < KXFER_WIRE_MIN_CREDITS ||
-	    le16_to_cpu(wa->wa_recv_credits) > KXFER_WIRE_MAX_CREDITS ||
+	    !kxfer_wire_credits_ok(wa->wa_recv_credits) ||
 	    kxfer_wire_check_name(wa->wa_node))
 		return -EPROTO;
 	spin_lock_irqsave(&s->s_lock, flags);

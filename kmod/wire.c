@@ -79,8 +79,7 @@ int kxfer_wire_check_conn(const void *buf, unsigned int len, const char **why)
 		*why = "bad QP index or count";
 		return -EINVAL;
 	}
-	if (le16_to_cpu(c->wc_recv_credits) < KXFER_WIRE_MIN_CREDITS ||
-	    le16_to_cpu(c->wc_recv_credits) > KXFER_WIRE_MAX_CREDITS) {
+	if (!kxfer_wire_credits_ok(c->wc_recv_credits)) {
 		*why = "bad credit count";
 		return -EINVAL;
 	}

@@ -30,6 +30,13 @@
 #define KXFER_WIRE_MIN_CREDITS	2
 #define KXFER_WIRE_MAX_CREDITS	1024
 
+static inline bool kxfer_wire_credits_ok(__le16 credits)
+{
+	u16 n = le16_to_cpu(credits);
+
+	return n >= KXFER_WIRE_MIN_CREDITS && n <= KXFER_WIRE_MAX_CREDITS;
+}
+
 /*
  * Private data of rdma_connect() (one per QP).  rdma_cm leaves 56 bytes
  * of an IB CM REQ for the consumer; this uses all 56, and the CM pads
