@@ -46,6 +46,8 @@ MODULE_PARM_DESC(node_name, "This node's name in sessions (default: host name)")
  */
 u32 kxfer_incarnation;
 
+#define KXFER_KEEPALIVE_MAX_MS	86400000U	/* a day */
+
 /*
  * A new keepalive interval or timeout holds for the sessions already
  * connecting or up, at once: each session's timer sleeps a quarter of
@@ -53,11 +55,13 @@ u32 kxfer_incarnation;
  * ten minutes would otherwise watch a dead peer for minutes after the
  * interval was set back.  Their timers run now and re-arm with the new
  * values; a session down waits out its reconnect backoff as it was.
+ * Both are 1 ms to a day: a timeout of 0 would end every session at its
+ * first tick, and the load or the write fails with EINVAL instead.
  */
 static int kxfer_keepalive_set(const char *val, const struct kernel_param *kp)
 {
 	struct kxfer_session *s;
-	int ret = param_set_uint(val, kp);
+	int ret = param_set_uint_minmax(val, kp, 1, KXFER_KEEPALIVE_MAX_MS);
 
 	if (ret)
 		return ret;
@@ -80,13 +84,13 @@ static const struct kernel_param_ops kxfer_keepalive_ops = {
 
 unsigned int kxfer_keepalive_ms = 1000;
 module_param_cb(keepalive_ms, &kxfer_keepalive_ops, &kxfer_keepalive_ms, 0644);
-MODULE_PARM_DESC(keepalive_ms, "Probe a session idle this long (default 1000)");
+MODULE_PARM_DESC(keepalive_ms, "Probe a session idle this long, 1..86400000 (default 1000)");
 
 unsigned int kxfer_keepalive_timeout_ms = 5000;
 module_param_cb(keepalive_timeout_ms, &kxfer_keepalive_ops,
 		&kxfer_keepalive_timeout_ms, 0644);
 MODULE_PARM_DESC(keepalive_timeout_ms,
-		 "Declare a peer dead after this long without a sign of life (default 5000)");
+		 "Declare a peer dead after this long without a sign of life, 1..86400000 (default 5000)");
 
 /* What this node speaks beyond protocol version 1: all, unless tested */
 unsigned int kxfer_wire_features = KXFER_WIRE_FEATURES;

@@ -35,7 +35,8 @@ t_module_bad_param() {
 	rmmod kxfer
 	# loaded again whatever happens, for the tests after this one
 	defer kxfer_load
-	for p in ack_timeout=7 ack_timeout=25; do
+	for p in ack_timeout=7 ack_timeout=25 keepalive_ms=0 \
+		keepalive_timeout_ms=0 keepalive_timeout_ms=86400001; do
 		out=$(insmod "$KXFER_MODULE" "$p" 2>&1) && {
 			echo "insmod $p succeeded"
 			exit 1
@@ -53,6 +54,35 @@ t_module_bad_param() {
 	rmmod kxfer
 	kxfer_load
 	kxferctl dev show rxe0 >/dev/null
+}
+
+# Parameters written at run time, each with its range: the keepalive
+# interval and timeout 1 ms to a day.  A value out of range fails with
+# EINVAL and the parameter keeps its value (a keepalive timeout of 0
+# would end every session at once).
+t_runtime_params() {
+	local p=/sys/module/kxfer/parameters name max v v2 bad out
+
+	for name in keepalive_ms:86400000 keepalive_timeout_ms:86400000; do
+		max=${name#*:}
+		name=${name%:*}
+		v=$(cat "$p/$name")
+		for bad in 0 $((max + 1)) -1 x; do
+			out=$( (echo "$bad" >"$p/$name") 2>&1) && {
+				echo "$name=$bad accepted"
+				exit 1
+			}
+			echo "$name=$bad: $out"
+			echo "$out" | grep -q "$(_kx_strerror EINVAL)"
+			grep -qx "$v" "$p/$name"
+		done
+		for v2 in 1 "$max"; do
+			echo "$v2" >"$p/$name"
+			grep -qx "$v2" "$p/$name"
+		done
+		echo "$v" >"$p/$name"
+		grep -qx "$v" "$p/$name"
+	done
 }
 
 t_rmmod_refused_while_open() {
@@ -425,6 +455,7 @@ t_module_unload() {
 
 ktest module_load t_module_load
 ktest module_bad_param t_module_bad_param
+ktest runtime_params t_runtime_params
 ktest kxferctl_usage t_usage
 ktest dev_show_json t_dev_show_json
 ktest dev_show_text t_dev_show_text
