@@ -377,11 +377,12 @@ enum kxfer_cm_kind {
 
 #define KXFER_CTRL_RECVS	32	/* control receives posted on QP 0 */
 /*
- * Data bytes posted and not yet completed, per QP.  Control messages on
- * QP 0 wait behind them; the bound keeps that wait short on a slow link
- * (8 MiB is well above any real NIC's bandwidth-delay product).
+ * Data bytes posted and not yet completed, per QP, in MiB (qp_inflight_mb,
+ * read when a session connects).  Control messages on QP 0 wait behind
+ * them; the bound keeps that wait short on a slow link (the default,
+ * 8 MiB, is well above any real NIC's bandwidth-delay product).
  */
-#define KXFER_QP_INFLIGHT_BYTES	(8LL << 20)
+extern unsigned int kxfer_qp_inflight_mb;
 #define KXFER_CTRL_SENDS	16	/* control send buffers */
 #define KXFER_REG_BATCH		32	/* REG_MR or LOCAL_INV per post */
 
@@ -406,8 +407,9 @@ enum {
  * @q_remote_qpn: the peer's QP number
  * @q_post_lock: serialises posting data WRs and slot accounting
  * @q_sq_free: send queue slots free for data WRs (s_depth at start)
+ * @q_bytes_max: the bound on data bytes in flight (qp_inflight_mb)
  * @q_bytes_free: bytes of data WRs that may still be posted before
- *	completions come back (KXFER_QP_INFLIGHT_BYTES at start)
+ *	completions come back (@q_bytes_max at start)
  * @q_dead: set when teardown begins; nothing is posted after it
  * @q_backlog: job parts, in submission order, waiting for slots
  * @q_quiet: batches posted without a completion of their own, in post
@@ -433,8 +435,9 @@ struct kxfer_qp {
 	u32			q_remote_qpn;
 
 	/* data path (post.c) */
-	spinlock_t		q_post_lock;	/* the seven below */
+	spinlock_t		q_post_lock;	/* the eight below */
 	unsigned int		q_sq_free;	/* send slots for data WRs */
+	s64			q_bytes_max;
 	s64			q_bytes_free;
 	bool			q_dead;		/* teardown began: post nothing */
 	struct list_head	q_backlog;	/* job parts waiting for slots */

@@ -47,6 +47,23 @@ module_param_named(stripe, kxfer_stripe, uint, 0444);
 MODULE_PARM_DESC(stripe,
 		 "Largest work request, and the unit striped over QPs (default 1 MiB)");
 
+static int kxfer_qp_inflight_set(const char *val,
+				 const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, 1024);
+}
+
+static const struct kernel_param_ops kxfer_qp_inflight_ops = {
+	.set = kxfer_qp_inflight_set,
+	.get = param_get_uint,
+};
+
+unsigned int kxfer_qp_inflight_mb = 8;
+module_param_cb(qp_inflight_mb, &kxfer_qp_inflight_ops, &kxfer_qp_inflight_mb,
+		0644);
+MODULE_PARM_DESC(qp_inflight_mb,
+		 "Data MiB in flight per QP, which control messages wait behind, 1..1024, for sessions connecting after (default 8)");
+
 unsigned int kxfer_max_pools_per_fd = 64;
 module_param_named(max_pools_per_fd, kxfer_max_pools_per_fd, uint, 0444);
 MODULE_PARM_DESC(max_pools_per_fd,

@@ -382,7 +382,7 @@ static void kxfer_qp_kick(struct kxfer_qp *qp)
 		if (p->p_broken)
 			break;
 		n = kxfer_part_fit(p, sq, room,
-				   !head && room == KXFER_QP_INFLIGHT_BYTES,
+				   !head && room == qp->q_bytes_max,
 				   &bytes);
 		if (!n)
 			break;
@@ -519,7 +519,8 @@ void kxfer_qp_data_init(struct kxfer_session *s, struct kxfer_qp *qp)
 					    ibdev_to_node(ibdev));
 	spin_lock_irqsave(&qp->q_post_lock, flags);
 	qp->q_sq_free = s->s_depth;
-	qp->q_bytes_free = KXFER_QP_INFLIGHT_BYTES;
+	qp->q_bytes_max = (s64)READ_ONCE(kxfer_qp_inflight_mb) << 20;
+	qp->q_bytes_free = qp->q_bytes_max;
 	qp->q_dead = false;
 	qp->q_home = home;
 #ifdef KXFER_RXE_TASKLETS

@@ -36,7 +36,8 @@ t_module_bad_param() {
 	# loaded again whatever happens, for the tests after this one
 	defer kxfer_load
 	for p in ack_timeout=7 ack_timeout=25 keepalive_ms=0 \
-		keepalive_timeout_ms=0 keepalive_timeout_ms=86400001; do
+		keepalive_timeout_ms=0 keepalive_timeout_ms=86400001 \
+		qp_inflight_mb=0 qp_inflight_mb=1025; do
 		out=$(insmod "$KXFER_MODULE" "$p" 2>&1) && {
 			echo "insmod $p succeeded"
 			exit 1
@@ -57,13 +58,14 @@ t_module_bad_param() {
 }
 
 # Parameters written at run time, each with its range: the keepalive
-# interval and timeout 1 ms to a day.  A value out of range fails with
-# EINVAL and the parameter keeps its value (a keepalive timeout of 0
-# would end every session at once).
+# interval and timeout 1 ms to a day, the data in flight per QP 1 to 1024
+# MiB.  A value out of range fails with EINVAL and the parameter keeps
+# its value (a keepalive timeout of 0 would end every session at once).
 t_runtime_params() {
 	local p=/sys/module/kxfer/parameters name max v v2 bad out
 
-	for name in keepalive_ms:86400000 keepalive_timeout_ms:86400000; do
+	for name in keepalive_ms:86400000 keepalive_timeout_ms:86400000 \
+		qp_inflight_mb:1024; do
 		max=${name#*:}
 		name=${name%:*}
 		v=$(cat "$p/$name")
