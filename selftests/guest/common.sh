@@ -168,15 +168,20 @@ kmsg_mark() {
 	echo "kxfer-selftest: $1 starts" >/dev/kmsg
 }
 
-kmsg_clean() {
-	local log bad rc=0
-
-	log=$(mktemp)
+# kmsg_since NAME: the kernel log from NAME's last mark on
+kmsg_since() {
 	# the whole log is read (a reader that stops early, sed's q, makes
 	# the writer die of SIGPIPE, a failure under pipefail)
 	dmesg | awk -v mark="kxfer-selftest: $1 starts" \
 		'index($0, mark) { n = 0 } { line[n++] = $0 }
-		 END { for (i = 0; i < n; i++) print line[i] }' >"$log"
+		 END { for (i = 0; i < n; i++) print line[i] }'
+}
+
+kmsg_clean() {
+	local log bad rc=0
+
+	log=$(mktemp)
+	kmsg_since "$1" >"$log"
 	bad=$("$KXFER_TOP/selftests/rig/sanitizers" problems "$log") || rc=$?
 	rm -f "$log"
 	[ "$rc" = 0 ] && return 0
