@@ -92,9 +92,33 @@ module_param_cb(keepalive_timeout_ms, &kxfer_keepalive_ops,
 MODULE_PARM_DESC(keepalive_timeout_ms,
 		 "Declare a peer dead after this long without a sign of life, 1..86400000 (default 5000)");
 
-/* What this node speaks beyond protocol version 1: all, unless tested */
+/*
+ * What this node speaks beyond protocol version 1: all, unless tested.
+ * Only bits this kxfer knows: the connect data and HELLO offer the value
+ * as it is, and a node must not claim a feature it does not speak.
+ */
+static int kxfer_wire_features_set(const char *val,
+				   const struct kernel_param *kp)
+{
+	unsigned int v;
+	int ret = kstrtouint(val, 0, &v);
+
+	if (ret)
+		return ret;
+	if (v & ~KXFER_WIRE_FEATURES)
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned int *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops kxfer_wire_features_ops = {
+	.set = kxfer_wire_features_set,
+	.get = param_get_uint,
+};
+
 unsigned int kxfer_wire_features = KXFER_WIRE_FEATURES;
-module_param_named(wire_features, kxfer_wire_features, uint, 0644);
+module_param_cb(wire_features, &kxfer_wire_features_ops, &kxfer_wire_features,
+		0644);
 MODULE_PARM_DESC(wire_features,
 		 "Protocol features offered to new sessions, KXFER_WIRE_F_* bits (default all; 0 behaves as a kxfer of protocol version 1, for tests)");
 

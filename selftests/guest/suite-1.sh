@@ -37,7 +37,7 @@ t_module_bad_param() {
 	defer kxfer_load
 	for p in ack_timeout=7 ack_timeout=25 keepalive_ms=0 \
 		keepalive_timeout_ms=0 keepalive_timeout_ms=86400001 \
-		qp_inflight_mb=0 qp_inflight_mb=1025; do
+		qp_inflight_mb=0 qp_inflight_mb=1025 wire_features=4; do
 		out=$(insmod "$KXFER_MODULE" "$p" 2>&1) && {
 			echo "insmod $p succeeded"
 			exit 1
@@ -59,8 +59,9 @@ t_module_bad_param() {
 
 # Parameters written at run time, each with its range: the keepalive
 # interval and timeout 1 ms to a day, the data in flight per QP 1 to 1024
-# MiB.  A value out of range fails with EINVAL and the parameter keeps
-# its value (a keepalive timeout of 0 would end every session at once).
+# MiB, the protocol features only bits this kxfer knows (3).  A value out
+# of range fails with EINVAL and the parameter keeps its value (a
+# keepalive timeout of 0 would end every session at once).
 t_runtime_params() {
 	local p=/sys/module/kxfer/parameters name max v v2 bad out einval
 
@@ -88,6 +89,22 @@ t_runtime_params() {
 		echo "$v" >"$p/$name"
 		grep -qx "$v" "$p/$name"
 	done
+	v=$(cat $p/wire_features)
+	for bad in 4 0x80000000 -1 x; do
+		out=$( (echo "$bad" >$p/wire_features) 2>&1) && {
+			echo "wire_features=$bad accepted"
+			exit 1
+		}
+		echo "wire_features=$bad: $out"
+		echo "$out" | grep -q "$einval"
+		grep -qx "$v" $p/wire_features
+	done
+	for v2 in 0 1 2 0x3; do
+		echo "$v2" >$p/wire_features
+		grep -qx "$((v2))" $p/wire_features
+	done
+	echo "$v" >$p/wire_features
+	grep -qx "$v" $p/wire_features
 }
 
 t_rmmod_refused_while_open() {
