@@ -854,20 +854,21 @@ t_write_64m() {
 	barrier w64-done
 }
 
-# A queue deeper than the keepalive timeout: b queues two 64 MiB writes
-# on a one-QP session to a, all posted at once (qp_inflight_mb 256), with
-# a keepalive timeout 0.4 times the time those writes take (b measures
-# them first).  a only receives RDMA WRITEs, so its signs of life from b
-# are b's answers to its probes, which wait on b's QP behind b's writes,
-# longer than the timeout.  The session must stay up: a probes again
-# while an answer is late, and b's NIC acknowledges each probe at once
-# (b hears a's probes: its own sign of life while its writes complete
-# seconds apart).  The answer comes about 2.5 timeouts late; later than
-# 4 would end the session (keepalive answer overdue).  One QP, because
-# one QP drains in order: the answer waits as long as the writes take.
-# On two 16-QP sessions with the default 8 MiB per QP, rxe served the
-# QPs so unevenly (two equal writes queued together took 28 s and 12 s)
-# that the answers came 1.2 to more than 4 timeouts late in one run.
+# A queue deeper than the keepalive timeout: b queues two writes of up
+# to 64 MiB on a one-QP session to a, all posted at once (qp_inflight_mb
+# 256), with a keepalive timeout 0.4 times the time those writes take (b
+# measures them first).  a only receives RDMA WRITEs, so its signs of
+# life from b are b's answers to its probes, which wait on b's QP behind
+# b's writes, longer than the timeout.  The session must stay up: a
+# probes again while an answer is late, and b's NIC acknowledges each
+# probe at once (b hears a's probes: its own sign of life while its
+# writes complete seconds apart).  The answer comes about 2.5 timeouts
+# late; later than 4 would end the session (keepalive answer
+# overdue).  One QP, because one QP drains in order: the answer waits as
+# long as the writes take.  On two 16-QP sessions with the default 8 MiB
+# per QP, rxe served the QPs so unevenly (two equal writes queued
+# together took 28 s and 12 s) that the answers came 1.2 to more than 4
+# timeouts late in one run.
 dq_session() {
 	kxferctl -j peer show |
 		jq -c --argjson id "$1" '[.[] | select(.role == "acceptor" and .id > $id)]'
@@ -886,13 +887,13 @@ dq_rxe_counters() {
 			grep -o 'dropped [0-9]*' | head -n 1)"
 }
 
-# dq_writes NAME: b queues two 64 MiB writes on dq1 at once, waits for
-# both and prints how they ended (/tmp/dq.NAME.1 and .2)
+# dq_writes NAME MIB: b queues two MIB MiB writes on dq1 at once, waits
+# for both and prints how they ended (/tmp/dq.NAME.1 and .2)
 dq_writes() {
 	local i pids=() rc=0
 
 	for i in 1 2; do
-		xfer job -t "$(_kx_slow 300)" -T dq1 dqx dqsrc write 0:0:64M \
+		xfer job -t "$(_kx_slow 300)" -T dq1 dqx dqsrc write "0:0:$2M" \
 			>"/tmp/dq.$1.$i" 2>&1 &
 		pids+=($!)
 	done
@@ -907,7 +908,7 @@ dq_writes() {
 
 t_deep_queue() {
 	local params=/sys/module/kxfer/parameters
-	local ka0 kat0 qi0 t_ms us id0 rc=0 j
+	local ka0 kat0 qi0 t_ms us mib id0 rc=0 j
 
 	ka0=$(cat $params/keepalive_ms)
 	kat0=$(cat $params/keepalive_timeout_ms)
@@ -922,10 +923,11 @@ t_deep_queue() {
 		defer kxferctl export del dqx
 		id0=$(kxferctl -j peer show | jq '[.[].id] | max // 0')
 		barrier dq-ready
-		# b brings its session up and measures two 64 MiB writes:
-		# 39 s each on 6.1's debug kernel
+		# b brings its session up and measures two writes: up to
+		# 2 x 39 s on 6.1's debug kernel
 		barrier dq-set 300
 		t_ms=$(cat "$KXFER_SHARED/dq.timeout_ms")
+		mib=$(cat "$KXFER_SHARED/dq.mib")
 		echo "$t_ms" >$params/keepalive_timeout_ms
 		echo $((t_ms / 4)) >$params/keepalive_ms
 		kmsg_mark deep_queue
@@ -949,7 +951,7 @@ t_deep_queue() {
 			echo "a ended the session from b"
 			rc=1
 		fi
-		xfer check dq 0 64M seed:65 || rc=1
+		xfer check dq 0 "${mib}M" seed:65 || rc=1
 		dq_rxe_counters
 		barrier dq-checked
 		return $rc
@@ -966,23 +968,34 @@ t_deep_queue() {
 	defer kxferctl peer del dq1
 	busywait 20000 peer_state dq1 up
 	busywait 10000 has_rexport dq1 dqx
+	# The writes' size: the two take about 16 s at the pace of one of
+	# 16 MiB, at most 64 MiB each (6.1; on 6.12 one QP is three times
+	# slower, and 2 x 64 MiB, measured and then written, took 53 s
+	# each time, a slow host's suite-2 past its 30 minutes).
+	xfer job -t "$(_kx_slow 300)" -T dq1 dqx dqsrc write 0:0:16M | tee /tmp/dq.pace
+	us=$(sed -n 's/.*time \([0-9]*\) us.*/\1/p' /tmp/dq.pace)
+	[[ $us =~ ^[0-9]+$ ]]
+	mib=$((16 * 8000000 / (us + 1)))
+	((mib <= 64)) || mib=64
+	((mib >= 16)) || mib=16
 	# b measures what it then does, under the long timeout: the two
 	# writes queued together took 20% longer than twice one alone on
 	# 6.12.  Two writes, measured by the later one.
-	dq_writes measured
+	dq_writes measured "$mib"
 	us=$(sed -n 's/.*time \([0-9]*\) us.*/\1/p' /tmp/dq.measured.* | sort -n | tail -n 1)
 	[[ $us =~ ^[0-9]+$ ]]
 	# the answer waits about as long as the writes: a timeout 0.4 times
 	t_ms=$((us * 2 / 5000))
 	((t_ms >= 1500)) || t_ms=1500
-	echo "two 64 MiB writes: $us us; keepalive timeout $t_ms ms, interval $((t_ms / 4)) ms" |
+	echo "two $mib MiB writes: $us us; keepalive timeout $t_ms ms, interval $((t_ms / 4)) ms" |
 		tee -a "$KXFER_OUT/deep-queue.txt"
+	echo "$mib" >"$KXFER_SHARED/dq.mib"
 	echo "$t_ms" >"$KXFER_SHARED/dq.timeout_ms"
 	echo "$t_ms" >$params/keepalive_timeout_ms
 	echo $((t_ms / 4)) >$params/keepalive_ms
 	barrier dq-set
 	barrier dq-go
-	dq_writes deep || rc=1
+	dq_writes deep "$mib" || rc=1
 	j=$(peer_json dq1)
 	echo "$j" | jq -c '.[0] | {state, reconnects, keepalive_rtt_ns,
 		keepalive_rtt_max_ns}'
