@@ -57,54 +57,58 @@ t_module_bad_param() {
 	kxferctl dev show rxe0 >/dev/null
 }
 
+# param_refused P NAME EINVAL_MSG VALUE...: each write fails with EINVAL
+# and NAME keeps its value
+param_refused() {
+	local p=$1 name=$2 einval=$3 v bad out
+
+	shift 3
+	v=$(cat "$p/$name")
+	for bad in "$@"; do
+		out=$( (echo "$bad" >"$p/$name") 2>&1) && {
+			echo "$name=$bad accepted"
+			return 1
+		}
+		echo "$name=$bad: $out"
+		echo "$out" | grep -q "$einval"
+		grep -qx "$v" "$p/$name"
+	done
+}
+
+# param_takes P NAME VALUE...: each write holds, then the first value is
+# back
+param_takes() {
+	local p=$1 name=$2 v v2
+
+	shift 2
+	v=$(cat "$p/$name")
+	for v2 in "$@"; do
+		echo "$v2" >"$p/$name"
+		grep -qx "$((v2))" "$p/$name"
+	done
+	echo "$v" >"$p/$name"
+	grep -qx "$v" "$p/$name"
+}
+
 # Parameters written at run time, each with its range: the keepalive
 # interval and timeout 1 ms to a day, the data in flight per QP 1 to 1024
 # MiB, the protocol features only bits this kxfer knows (3).  A value out
 # of range fails with EINVAL and the parameter keeps its value (a
 # keepalive timeout of 0 would end every session at once).
 t_runtime_params() {
-	local p=/sys/module/kxfer/parameters name max v v2 bad out einval
+	local p=/sys/module/kxfer/parameters name max einval
 
 	# once: it costs a second or more on TCG
 	einval=$(_kx_strerror EINVAL)
-
 	for name in keepalive_ms:86400000 keepalive_timeout_ms:86400000 \
 		qp_inflight_mb:1024; do
 		max=${name#*:}
 		name=${name%:*}
-		v=$(cat "$p/$name")
-		for bad in 0 $((max + 1)) -1 x; do
-			out=$( (echo "$bad" >"$p/$name") 2>&1) && {
-				echo "$name=$bad accepted"
-				exit 1
-			}
-			echo "$name=$bad: $out"
-			echo "$out" | grep -q "$einval"
-			grep -qx "$v" "$p/$name"
-		done
-		for v2 in 1 "$max"; do
-			echo "$v2" >"$p/$name"
-			grep -qx "$v2" "$p/$name"
-		done
-		echo "$v" >"$p/$name"
-		grep -qx "$v" "$p/$name"
+		param_refused $p "$name" "$einval" 0 $((max + 1)) -1 x
+		param_takes $p "$name" 1 "$max"
 	done
-	v=$(cat $p/wire_features)
-	for bad in 4 0x80000000 -1 x; do
-		out=$( (echo "$bad" >$p/wire_features) 2>&1) && {
-			echo "wire_features=$bad accepted"
-			exit 1
-		}
-		echo "wire_features=$bad: $out"
-		echo "$out" | grep -q "$einval"
-		grep -qx "$v" $p/wire_features
-	done
-	for v2 in 0 1 2 0x3; do
-		echo "$v2" >$p/wire_features
-		grep -qx "$((v2))" $p/wire_features
-	done
-	echo "$v" >$p/wire_features
-	grep -qx "$v" $p/wire_features
+	param_refused $p wire_features "$einval" 4 0x80000000 -1 x
+	param_takes $p wire_features 0 1 2 0x3
 }
 
 t_rmmod_refused_while_open() {
