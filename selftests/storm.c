@@ -7,8 +7,8 @@
  *         -R EXPORT_OFF -S SLICE_LEN -L POOL_OFF PEER EXPORT POOL
  *
  * Every thread opens /dev/kxfer on its own and owns a disjoint part of
- * the export range [EXPORT_OFF, EXPORT_OFF + SLICE_LEN).  For SECONDS it
- * submits batches of WRITE jobs of random segments inside its part and
+ * the export range [EXPORT_OFF, EXPORT_OFF + SLICE_LEN).  For SECONDS (or
+ * until storm gets SIGUSR1, whichever comes first) it submits batches of WRITE jobs of random segments inside its part and
  * reaps their completions, while the session may go down, be deleted and
  * re-added, or lose its device under it:
  *
@@ -54,6 +54,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -793,6 +794,20 @@ static void thr_verify(struct thr *t, const uint8_t *base)
 	}
 }
 
+/*
+ * SIGUSR1: stop submitting now, as if -d had run out.  A script whose
+ * stream must outlast an event it waits for (a peer killed mid-stream)
+ * gives a long -d and sends it once the event is seen.  Only the main
+ * thread takes it (the workers block it), so no worker's wait is cut.
+ */
+static volatile sig_atomic_t stop_submitting;
+
+static void on_sigusr1(int sig)
+{
+	(void)sig;
+	stop_submitting = 1;
+}
+
 static void *thr_main(void *arg)
 {
 	struct thr *t = arg;
@@ -803,7 +818,7 @@ static void *thr_main(void *arg)
 
 	if (o->close_ns)
 		next_close = now_ns() + o->close_ns;
-	while (!t->err[0] && now_ns() < end) {
+	while (!t->err[0] && !stop_submitting && now_ns() < end) {
 		if (o->close_ns && now_ns() >= next_close) {
 			thr_close_reopen(t);
 			next_close = now_ns() + o->close_ns;
@@ -917,8 +932,10 @@ int main(int argc, char **argv)
 		.duration_ns = 30000000000LL, .wait_ns = 120000000000LL,
 		.roff = UINT64_MAX, .slice = 0, .loff = UINT64_MAX,
 	};
+	struct sigaction sa = { .sa_handler = on_sigusr1 };
 	struct kxfer_pool_map map;
 	struct counts tot = { 0 };
+	sigset_t usr1;
 	struct thr *thr;
 	pthread_t *tid;
 	struct kxfer *kx;
@@ -1013,6 +1030,13 @@ int main(int argc, char **argv)
 	       o.close_ns ? ", closing files with jobs in flight" : "");
 	fflush(stdout);
 
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(SIGUSR1, &sa, NULL))
+		die("sigaction: %s", strerror(errno));
 	thr = xcalloc(o.threads, sizeof(*thr));
 	tid = xcalloc(o.threads, sizeof(*tid));
 	for (i = 0; i < o.threads; i++) {
@@ -1039,6 +1063,7 @@ int main(int argc, char **argv)
 		if (ret)
 			die("pthread_create: %s", strerror(ret));
 	}
+	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
 	printf("storm: started\n");
 	fflush(stdout);
 
