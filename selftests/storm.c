@@ -8,9 +8,10 @@
  *
  * Every thread opens /dev/kxfer on its own and owns a disjoint part of
  * the export range [EXPORT_OFF, EXPORT_OFF + SLICE_LEN).  For SECONDS (or
- * until storm gets SIGUSR1, whichever comes first) it submits batches of WRITE jobs of random segments inside its part and
- * reaps their completions, while the session may go down, be deleted and
- * re-added, or lose its device under it:
+ * until storm gets SIGUSR1, whichever comes first) it submits batches of
+ * WRITE jobs of random segments inside its part and reaps their
+ * completions, while the session may go down, be deleted and re-added,
+ * or lose its device under it:
  *
  *  - a refused SUBMIT (ENOTCONN, ESTALE) is retried after a back-off,
  *    with the peer and the export looked up again by name;
@@ -800,12 +801,12 @@ static void thr_verify(struct thr *t, const uint8_t *base)
  * gives a long -d and sends it once the event is seen.  Only the main
  * thread takes it (the workers block it), so no worker's wait is cut.
  */
-static volatile sig_atomic_t stop_submitting;
+static int stop_submitting;	/* lock-free: safe in a handler */
 
 static void on_sigusr1(int sig)
 {
 	(void)sig;
-	stop_submitting = 1;
+	__atomic_store_n(&stop_submitting, 1, __ATOMIC_RELAXED);
 }
 
 static void *thr_main(void *arg)
@@ -818,7 +819,8 @@ static void *thr_main(void *arg)
 
 	if (o->close_ns)
 		next_close = now_ns() + o->close_ns;
-	while (!t->err[0] && !stop_submitting && now_ns() < end) {
+	while (!t->err[0] && now_ns() < end &&
+	       !__atomic_load_n(&stop_submitting, __ATOMIC_RELAXED)) {
 		if (o->close_ns && now_ns() >= next_close) {
 			thr_close_reopen(t);
 			next_close = now_ns() + o->close_ns;
