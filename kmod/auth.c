@@ -733,6 +733,13 @@ static int kxfer_auth_not_offered(struct kxfer_session *s)
 	return 0;
 }
 
+/* What flows either way while a handshake is under way. */
+static bool kxfer_auth_any_time(unsigned int type)
+{
+	return type == KXFER_MSG_CREDIT || type == KXFER_MSG_KEEPALIVE ||
+	       type == KXFER_MSG_KEEPALIVE_ACK;
+}
+
 /**
  * kxfer_auth_gate - may a received message be applied yet?
  * @s: the session
@@ -742,8 +749,10 @@ static int kxfer_auth_not_offered(struct kxfer_session *s)
  * Before the handshake ends, only credits, keepalives, the connector's
  * HELLO and the handshake's messages are; anything else ends the
  * session, except from a connector that does not authenticate at all
- * (see kxfer_auth_not_offered()).  Once a handshake was refused, nothing
- * is.  Caller holds s_mutex.
+ * (see kxfer_auth_not_offered()).  Once it ended, a handshake message
+ * ends the session, but for the connector's AUTH_FAIL in answer to our
+ * REPLY; once a handshake was refused, nothing is applied.  Caller holds
+ * s_mutex.
  *
  * Return: 0 to apply it, 1 to drop it, or a negative errno that ends the
  * session.
@@ -758,15 +767,23 @@ int kxfer_auth_gate(struct kxfer_session *s, unsigned int type,
 	if (st == KXFER_AUTH_S_REFUSED)
 		return 1;
 	if (st == KXFER_AUTH_S_NONE || st == KXFER_AUTH_S_OK) {
-		/* A peer may give up on us after we replied without a key. */
-		if (auth && type != KXFER_MSG_AUTH_FAIL) {
+		/*
+		 * A connector may refuse the REPLY we just sent (our proof,
+		 * or none): that AUTH_FAIL comes after the handshake ended
+		 * here, and before anything else the connector sends once it
+		 * took the REPLY.  At no other time.
+		 */
+		if (type == KXFER_MSG_AUTH_FAIL && s->s_auth.sa_replied)
+			return 0;
+		if (auth) {
 			*why = "unexpected authentication message";
 			return -EPROTO;
 		}
+		if (!kxfer_auth_any_time(type))
+			s->s_auth.sa_replied = false;
 		return 0;
 	}
-	if (auth || type == KXFER_MSG_CREDIT || type == KXFER_MSG_KEEPALIVE ||
-	    type == KXFER_MSG_KEEPALIVE_ACK)
+	if (auth || kxfer_auth_any_time(type))
 		return 0;
 	if (st == KXFER_AUTH_S_WAIT_HELLO) {
 		if (type == KXFER_MSG_HELLO)
@@ -786,6 +803,7 @@ static void kxfer_auth_reply_none(struct kxfer_session *s)
 
 	kxfer_ctrl_send(s, KXFER_MSG_AUTH_REPLY, &ar.ar_flags,
 			sizeof(ar) - sizeof(ar.ar_hdr));
+	s->s_auth.sa_replied = true;
 	kxfer_auth_none(s);
 }
 
@@ -843,6 +861,7 @@ static int kxfer_auth_challenge(struct kxfer_session *s,
 	kxfer_ctrl_send(s, KXFER_MSG_AUTH_REPLY, &ar.ar_flags,
 			sizeof(ar) - sizeof(ar.ar_hdr));
 	kxfer_ctrl_flush(s);
+	a->sa_replied = true;
 	kxfer_auth_succeed(s);
 	return 0;
 }
@@ -1042,6 +1061,7 @@ void kxfer_auth_reset(struct kxfer_session *s)
 	if (s->s_role == KXFER_PEER_CONNECTOR)
 		kxfer_auth_set_state(s, KXFER_AUTH_S_NONE);
 	a->sa_named = false;
+	a->sa_replied = false;
 }
 
 /**

@@ -602,6 +602,8 @@ enum kxfer_auth_state {
  * @sa_counts: acceptor: its listener's counters (a reference)
  * @sa_required: acceptor: its listener requires authentication
  * @sa_offered: acceptor: KXFER_WIRE_F_AUTH was in its accept
+ * @sa_replied: acceptor: its REPLY is out, and the connector has sent
+ *	nothing since but credits and keepalives: an AUTH_FAIL may still come
  * @sa_named: the key of this handshake is the one of the session's name
  * @sa_state: enum kxfer_auth_state, per connection, under s_mutex
  *	(read without it, READ_ONCE, by the session list's walkers)
@@ -620,6 +622,7 @@ struct kxfer_sess_auth {
 	struct kxfer_auth_counts *sa_counts;
 	bool			sa_required;
 	bool			sa_offered;
+	bool			sa_replied;
 	bool			sa_named;
 	enum kxfer_auth_state	sa_state;
 	enum kxfer_peer_auth	sa_result;

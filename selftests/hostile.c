@@ -29,7 +29,8 @@
  *                                 that requires it, -p; -K its key): the
  *                                 right key, a wrong one, none, replayed,
  *                                 stale and wrong-role proofs, messages
- *                                 before or out of the handshake, truncated
+ *                                 before or out of the handshake, an
+ *                                 AUTH_FAIL after a's reply, truncated
  *                                 and malformed ones, silence
  *   hostile [OPTIONS] supersede NODE  as NODE (incarnation -I), from this
  *                                 address, through the handshake with -K's
@@ -2831,6 +2832,48 @@ out:
 	sess_close(&s);
 }
 
+/*
+ * AUTH_FAIL after a's REPLY: at once, it is our refusal of a's proof, and
+ * a ends the session for that reason; after our SYNC_DONE (we took the
+ * proof, and the session is up), it is out of turn, and a ends the
+ * session as a protocol error.
+ */
+static void a_fail_after(const struct auth_case *ac)
+{
+	bool late = !strcmp(ac->name, "fail-late");
+	uint32_t body[2] = { htole32(AUTH_FAIL_MAC), 0 };
+	struct msg_auth_challenge c;
+	char node[NAME_MAX_];
+	struct sess s;
+
+	snprintf(node, sizeof(node), "ha-%s", ac->name);
+	if (auth_login(&s, node, &c)) {
+		result(ac->name, "FAIL: no handshake with the right key");
+		goto out;
+	}
+	if (late) {
+		send_msg(&s, MSG_SYNC_DONE, NULL, 0);
+		if (!pump(&s, AUTH_WAIT_MS, is_synced_only)) {
+			result(ac->name, "FAIL: no export table after the handshake");
+			goto out;
+		}
+	}
+	send_msg(&s, MSG_AUTH_FAIL, body, sizeof(body));
+	if (!pump(&s, AUTH_WAIT_MS, is_disconnected))
+		result(ac->name, "FAIL: a did not end the session within %d s",
+		       slow_ms(AUTH_WAIT_MS) / 1000);
+	else
+		result(ac->name, "ok, a ended the session");
+	if (late)
+		expect_log("kxfer: peer %s: down: unexpected authentication message (%d)",
+			   node, -EPROTO);
+	else
+		expect_log("kxfer: peer %s: peer refused our proof: the keys differ (%d)",
+			   node, -EACCES);
+out:
+	sess_close(&s);
+}
+
 /* One malformed or misplaced message right after HELLO. */
 struct auth_raw {
 	const char *name;
@@ -2937,6 +2980,8 @@ static const struct auth_case auth_cases[] = {
 	{ "stale-qpn", a_replay },
 	{ "wrong-role", a_replay },
 	{ "challenge-twice", a_challenge_twice },
+	{ "fail-refusal", a_fail_after },
+	{ "fail-late", a_fail_after },
 	{ "trunc-challenge", a_raw },
 	{ "long-challenge", a_raw },
 	{ "hdr-challenge", a_raw },
