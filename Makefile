@@ -23,8 +23,9 @@
 #                     on any report; not part of make check
 #                     (KXFER_KVERS=6.1 for one; KXFER_GUEST_LOCK=FILE)
 #   make deps         install the Debian packages the project needs
-#   make bench        kxfer-bench against perftest, and the demo's push
-#                     through NIXL against kxfer, in one guest per kernel
+#   make bench        kxfer-bench against perftest, the demo's push
+#                     through NIXL against kxfer, and the connect time
+#                     with and without keys, in one guest per kernel
 #                     (6.1, then 6.12; BENCH_ARGS="--kver 6.1" for one):
 #                     table of medians and ratios, JSON in build/bench/
 #   make install      kxferctl and its man page, libkxfer (header, libraries,

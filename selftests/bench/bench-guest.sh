@@ -26,7 +26,9 @@
 # kxfer (kxfer-bench push) and through NIXL and its KXFER backend
 # (kv-nixl-bench.py: the push of examples/kv-nixl.py), one after the
 # other: REP/kv_push.{kxfer,nixl}.json; without a NIXL build (make bench
-# makes one) the NIXL half is left out.
+# makes one) the NIXL half is left out.  Last, the time a session takes to
+# come up, without keys and with the authentication handshake (group
+# connect, no perftest counterpart): REP/connect.txt.
 #
 # Settings (tools/bench/run writes them to build/bench/config, which the
 # guest reads through the host's file system):
@@ -74,12 +76,14 @@ iters() {
 	echo $((n < 128 ? 128 : n))
 }
 
+NODE=self		# node_name: sessions to itself connect from and to it
+
 peer_up() {
 	kxferctl -j peer show "$1" 2>/dev/null | grep -q '"state":"up"'
 }
 
 setup() {
-	kxfer_load node_name=self
+	kxfer_load node_name=$NODE
 	kxferctl pool add bench size 32M mode 0666
 	kxferctl pool add benchdst size 32M mode 0666
 	kxferctl export add bench pool benchdst access read,write
@@ -347,10 +351,92 @@ run_group() {
 	fi
 }
 
+# The connect group: CONNECTS pairs of connects of a 1-QP session to this
+# node's own listener, one without keys and one with a key, in turn (which
+# goes first alternates), so that a slow spell of the host hits both
+# kinds alike.  For the keyed one a key kc is bound to this node's name
+# (NODE): the listener authenticates the connecting node with the key
+# bound to its name, and the connecting peer names it (peer add ... key
+# kc), so both sides prove kc (peer show: auth ok).  It is deleted again
+# before the next connect without keys, so that no key exists then (with
+# a key for the node but none named by the peer, the listener would
+# still offer the handshake and the connector decline it: a round trip
+# that is neither case).  Each connect: peer add, wait until up, the
+# connecting side's up_ns (peer show: from connect to up, export tables
+# exchanged, after the handshake if any), peer del, then wait until the
+# accepting side's session is gone too.  To REP/connect.txt, one line per
+# connect: "nokey|key UP_NS AUTH RECONNECTS".  Every command is a process
+# start, slow in a TCG guest (0.2 to 1.5 s each for kxferctl): no jq.
+CONNECTS=11
+CONNECT_KEY=/tmp/bench-kc.key
+
+# peers_at_most N: N sessions or fewer, either side's
+peers_at_most() {
+	local j n
+
+	j=$(kxferctl -j peer show)
+	n=${j//\"role\":/@}
+	n=${n//[^@]/}
+	((${#n} <= $1))
+}
+
+# connect_once KIND NAME ARGS...: one connect (peer add NAME ... ARGS),
+# its line of connect.txt; CONNECT_BASE: the sessions there before
+connect_once() {
+	local kind=$1 name=$2 j up auth rec
+
+	shift 2
+	kxferctl peer add "$name" "$ADDR" qps 1 "$@"
+	busywait 20000 peer_up "$name"
+	j=$(kxferctl -j peer show "$name")
+	kxferctl peer del "$name"
+	busywait 20000 peers_at_most "$CONNECT_BASE" >&2 ||
+		echo "connect: the accepted side of $name is still there" >&2
+	[[ $j =~ \"up_ns\":([0-9]+) ]] && up=${BASH_REMATCH[1]}
+	[[ $j =~ \"auth\":\"([a-z]+)\" ]] && auth=${BASH_REMATCH[1]}
+	[[ $j =~ \"reconnects\":([0-9]+) ]] && rec=${BASH_REMATCH[1]}
+	echo "$kind ${up:-?} ${auth:-?} ${rec:-?}"
+}
+
+connect_key_del() {
+	kxferctl key del kc 2>/dev/null
+}
+
+# connect_keyed: one connect with the key bound to this node, both sides
+# proving it
+connect_keyed() {
+	kxferctl key add kc secret "$CONNECT_KEY" peer "$NODE"
+	connect_once key ckey key kc
+	# the peer may hold the key until its session is released
+	busywait 20000 connect_key_del >&2
+}
+
+# connect_group REP DIR: the connect group of repetition REP
+connect_group() {
+	local rep=$1 out=$2/connect.txt i t0=$SECONDS
+
+	: >"$out"
+	head -c 32 /dev/urandom >"$CONNECT_KEY"
+	CONNECT_BASE=$(kxferctl -j peer show | grep -o '"role":' | wc -l)
+	for i in $(seq "$CONNECTS"); do
+		if (((i + rep) % 2)); then
+			connect_once nokey cplain >>"$out"
+			connect_keyed >>"$out"
+		else
+			connect_keyed >>"$out"
+			connect_once nokey cplain >>"$out"
+		fi
+	done
+	# a connect that measured something else (report counts it too)
+	awk '($1 == "nokey" && $3 != "none") || ($1 == "key" && $3 != "ok") ||
+		$4 != 0 { print "connect: unexpected: " $0 }' "$out" >&2
+	echo "connect: $CONNECTS pairs in $((SECONDS - t0)) s"
+}
+
 ROWS="lat_8 lat_8_cqpoll write_rate_4K_q1 write_rate_4K_q1_cqpoll
 write_rate_4K_q4 write_rate_4K_q4_cqpoll kv_paged_q1 kv_paged_q4
 write_bw_64K_q1 write_bw_64K_q4 write_bw_1M_q1 read_bw_1M_q1 write_bw_1M_q4
-read_bw_1M_q4 kv push plan"
+read_bw_1M_q4 kv push plan connect"
 
 setup
 nixl=1
@@ -370,6 +456,8 @@ for rep in $(seq 1 "$REPS"); do
 			kxbench "$dir/kv_q4.kxfer" -p q4 -t 1 kv ;;
 		plan)
 			kxbench "$dir/plan.kxfer" -t 1 plan ;;
+		connect)
+			connect_group "$rep" "$dir" ;;
 		push)
 			# the demo's push, straight and through NIXL, on the same session
 			if ((rep % 2 || !nixl)); then

@@ -9,7 +9,6 @@
 # along, every kxfer tracepoint is on, and at the end no secret may show
 # in a trace, a log line or a netlink reply.
 #
-#   t_auth_cost      connect time (peer show's up_ns) without keys and with
 #   t_auth_setup     keys, listeners and exports of the tests below
 #   t_auth_keys      the key commands: refusals, write-only, who uses a key
 #   t_auth_sessions  right key, wrong key, no key (required, optional), an
@@ -23,7 +22,6 @@
 
 AU_PORT=7100		# auth required, listener key kl
 AU_OPT=7101		# optional, listener key kl
-AU_N=11			# connects per measurement
 # Secrets: printable, so that a leak shows in text as well as in hex
 AU_KB=kxfer-test-secret-node-b-0123456789	# kb on a, ka on b
 AU_KB2=kxfer-test-secret-node-b-rotated-01	# kb and ka after rotation
@@ -75,57 +73,6 @@ au_logged() {
 
 au_a_has_ok() {
 	[ "$(au_a_count ok)" -ge 1 ]
-}
-
-# Median of numbers, one a line
-au_median() {
-	sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
-}
-
-# peer add NAME ... until up, N times: up_ns of each, one a line
-au_connects() {
-	local name=$1 _
-
-	shift
-	for _ in $(seq "$AU_N"); do
-		kxferctl peer add "$name" "$A" "$@"
-		busywait 20000 peer_state "$name" up >/dev/null
-		au_peer "$name" up_ns
-		kxferctl peer del "$name"
-	done
-}
-
-# Connect time with and without the handshake: up_ns (resolve, connect,
-# [handshake,] export tables), median of AU_N connects each, to the same
-# listener, first before any key exists, then with a key bound to b on a
-# and the same secret on b.
-t_auth_cost() {
-	if on_a; then
-		barrier ac-plain 120
-		au_secret cost "$AU_KB"
-		kxferctl key add kcost secret "$KXFER_SHARED/auth-cost" peer b
-		barrier ac-key
-		barrier ac-auth 120
-		kxferctl key del kcost
-		return 0
-	fi
-	local plain auth
-	au_connects cplain >/tmp/ac-plain
-	barrier ac-plain
-	barrier ac-key
-	kxferctl key add kcost secret "$KXFER_SHARED/auth-cost"
-	defer kxferctl key del kcost
-	au_connects cauth key kcost >/tmp/ac-auth
-	barrier ac-auth
-	plain=$(au_median </tmp/ac-plain)
-	auth=$(au_median </tmp/ac-auth)
-	{
-		echo "connect time (up_ns), median of $AU_N, 1 QP, rxe across two TCG guests:"
-		echo "  without keys:   $((plain / 1000)) us (min $(($(sort -n /tmp/ac-plain | head -1) / 1000)) us)"
-		echo "  authenticated:  $((auth / 1000)) us (min $(($(sort -n /tmp/ac-auth | head -1) / 1000)) us)"
-		echo "  handshake cost: $(((auth - plain) / 1000)) us (medians)"
-		echo "  all, ns: $(tr '\n' ' ' </tmp/ac-plain)/ $(tr '\n' ' ' </tmp/ac-auth)"
-	} | tee "$KXFER_OUT/auth-cost.txt"
 }
 
 t_auth_setup() {

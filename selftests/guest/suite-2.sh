@@ -1143,7 +1143,6 @@ ktest2 hostile_peer t_hostile_peer
 ktest2 hostile_peer_limits t_hostile_peer_limits
 ktest2 hostile_broken_qp t_hostile_broken_qp
 KTEST_TIMEOUT=$((300 + KXFER_KA_TIMEOUT_MS / 100)) ktest2 hostile_keepalive t_hostile_keepalive
-ktest2 auth_cost t_auth_cost
 ktest2 auth_setup t_auth_setup
 ktest2 auth_keys t_auth_keys
 ktest2 auth_sessions t_auth_sessions
