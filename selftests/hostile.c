@@ -2841,7 +2841,7 @@ out:
 static void a_fail_after(const struct auth_case *ac)
 {
 	bool late = !strcmp(ac->name, "fail-late");
-	uint32_t body[2] = { htole32(AUTH_FAIL_MAC), 0 };
+	struct msg_auth_fail f = { .reason = htole32(AUTH_FAIL_MAC) };
 	struct msg_auth_challenge c;
 	char node[NAME_MAX_];
 	struct sess s;
@@ -2858,7 +2858,8 @@ static void a_fail_after(const struct auth_case *ac)
 			goto out;
 		}
 	}
-	send_msg(&s, MSG_AUTH_FAIL, body, sizeof(body));
+	send_msg(&s, MSG_AUTH_FAIL, (uint8_t *)&f + sizeof(f.h),
+		 sizeof(f) - sizeof(f.h));
 	if (!pump(&s, AUTH_WAIT_MS, is_disconnected))
 		result(ac->name, "FAIL: a did not end the session within %d s",
 		       slow_ms(AUTH_WAIT_MS) / 1000);

@@ -370,14 +370,19 @@ run_group() {
 CONNECTS=11
 CONNECT_KEY=/tmp/bench-kc.key
 
-# peers_at_most N: N sessions or fewer, either side's
-peers_at_most() {
+# peer_count: the sessions there are, either side's
+peer_count() {
 	local j n
 
 	j=$(kxferctl -j peer show)
 	n=${j//\"role\":/@}
 	n=${n//[^@]/}
-	((${#n} <= $1))
+	echo ${#n}
+}
+
+# peers_at_most N: N sessions or fewer
+peers_at_most() {
+	(($(peer_count) <= $1))
 }
 
 # connect_once KIND NAME ARGS...: one connect (peer add NAME ... ARGS),
@@ -417,7 +422,7 @@ connect_group() {
 
 	: >"$out"
 	head -c 32 /dev/urandom >"$CONNECT_KEY"
-	CONNECT_BASE=$(kxferctl -j peer show | grep -o '"role":' | wc -l)
+	CONNECT_BASE=$(peer_count)
 	for i in $(seq "$CONNECTS"); do
 		if (((i + rep) % 2)); then
 			connect_once nokey cplain >>"$out"
