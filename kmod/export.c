@@ -38,7 +38,8 @@ static struct kxfer_export *kxfer_export_lookup(const char *name)
  *
  * Return: 0; %-EINVAL for no or unknown access bits or an empty range;
  * %-ENOENT for an unknown or deleted pool; %-ERANGE for a range outside
- * the pool; %-EEXIST for a name in use; %-ENOMEM.  May sleep.
+ * the pool; %-E2BIG for a range longer than KXFER_EXPORT_MAX_LEN;
+ * %-EEXIST for a name in use; %-ENOMEM.  May sleep.
  */
 int kxfer_export_create(const struct kxfer_export_args *args,
 			const char *pool_name, struct kxfer_pool *pool,
@@ -109,6 +110,12 @@ int kxfer_export_create(const struct kxfer_export_args *args,
 	    end > pool->kp_size) {
 		NL_SET_ERR_MSG(extack, "export range is outside the pool");
 		ret = -ERANGE;
+		goto out_unlock;
+	}
+	if (len + (args->off & ~PAGE_MASK) > KXFER_EXPORT_MAX_LEN) {
+		NL_SET_ERR_MSG(extack,
+			       "export longer than one export can map (4096 MRs of 512 pages, 8 GiB with 4 KiB pages)");
+		ret = -E2BIG;
 		goto out_unlock;
 	}
 	exp->ke_off = args->off;

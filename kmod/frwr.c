@@ -179,7 +179,8 @@ static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
 	if (list_entry_is_head(pm, &pool->kp_maps, pm_node))
 		return ERR_PTR(-ENOMEM);
 
-	max_pages = min_t(u32, ibdev->attrs.max_fast_reg_page_list_len, 512);
+	max_pages = min_t(u32, ibdev->attrs.max_fast_reg_page_list_len,
+			  KXFER_MR_MAX_PAGES);
 	span = (u64)max_pages << PAGE_SHIFT;
 	base = round_down(exp->ke_off, PAGE_SIZE);
 	end = exp->ke_off + exp->ke_len;

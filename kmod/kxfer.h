@@ -386,6 +386,16 @@ extern unsigned int kxfer_qp_inflight_mb;
 #define KXFER_CTRL_SENDS	16	/* control send buffers */
 #define KXFER_REG_BATCH		32	/* REG_MR or LOCAL_INV per post */
 
+/*
+ * An export's MRs map at most KXFER_MR_MAX_PAGES pages each (fewer on a
+ * device with a shorter max_fast_reg_page_list_len), and a peer takes at
+ * most KXFER_WIRE_MAX_MRS (wire.h) of them: an export spans at most
+ * KXFER_EXPORT_MAX_LEN bytes from the start of its first page, 8 GiB
+ * with 4 KiB pages.  Larger ranges are refused when exported (E2BIG).
+ */
+#define KXFER_MR_MAX_PAGES	512
+#define KXFER_EXPORT_MAX_LEN	((u64)KXFER_WIRE_MAX_MRS * KXFER_MR_MAX_PAGES * PAGE_SIZE)
+
 /* Bits of kxfer_qp.q_events, set by the CM handler for the work. */
 enum {
 	KXFER_QPE_ROUTED,	/* route resolved: create the QP, connect */

@@ -1269,4 +1269,139 @@ TEST_F(upool, testbuf_refusals)
 	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
 }
 
+/* ---------------------------------------------------------------------- */
+/*
+ * bigpool: a dma-buf pool of 10 GiB and 6 MiB of memory (kxfer_testbuf's
+ * ALIAS: three 2 MiB pieces over and over), for pool and export offsets
+ * beyond 32 bits and the longest export.  Needs pool_mem_max above
+ * 10 GiB: suite-1 loads kxfer so and runs this fixture alone (-f
+ * bigpool); the other runs leave it out (-F bigpool).
+ */
+
+#define BIG_SIZE	(10ULL << 30)
+#define BIG_MEM		(KXFER_TESTBUF_ALIAS_PIECES * KXFER_TESTBUF_ALIAS_PIECE)
+#define BIG_EXP_OFF	(2ULL << 30)
+#define EXPORT_MAX	(8ULL << 30)	/* 4096 MRs of 512 pages of 4 KiB */
+
+FIXTURE(bigpool) {
+	FIXTURE_DATA(upool) u;
+};
+
+FIXTURE_SETUP(bigpool)
+{
+	upool_setup(_metadata, &self->u, NULL);
+}
+
+FIXTURE_TEARDOWN(bigpool)
+{
+	upool_teardown(_metadata, &self->u, NULL);
+}
+
+/* Byte @off of the pool in its memory (the mapping of the first 6 MiB) */
+static size_t big_mem_at(uint64_t off)
+{
+	return off % BIG_MEM;
+}
+
+/*
+ * A range too long for one export is refused, whoever asks, and says so;
+ * the longest one (8 GiB, across 4 GiB, to the end of the pool) is
+ * registered in its 4096 MRs, advertised, and moves data: writes and a
+ * read at pool and export offsets beyond 32 bits, checked byte for byte
+ * in the whole of the pool's memory (a truncated offset lands on another
+ * piece), and the pool as the local side there.
+ */
+TEST_F(bigpool, beyond_4g)
+{
+	struct kxfer_segment segs[3] = {
+		/* a page beyond 4 GiB of the pool */
+		{ 0, 4 * (1ULL << 30) + 3 * PG - BIG_EXP_OFF, 8 * PG },
+		/* beyond 4 GiB of the export, across two of its MRs */
+		{ 64 * PG, 6 * (1ULL << 30) + (2 << 20) - 8 * PG - BIG_EXP_OFF,
+		  16 * PG },
+		/* the last bytes of the export, in its last MR */
+		{ 128 * PG, EXPORT_MAX - 16 * PG, 16 * PG },
+	};
+	FIXTURE_DATA(upool) *u = &self->u;
+	uint64_t rd_off = 9 * (1ULL << 30) + 4 * PG;
+	struct kxfer_remote_lookup r;
+	uint8_t *mem, *want;
+	struct kxfer_job job;
+	unsigned int i;
+	uint32_t h;
+	size_t at;
+	int dfd;
+
+	dfd = make_testbuf(BIG_SIZE, KXFER_TESTBUF_ALIAS, NULL);
+	ASSERT_LE(0, dfd);
+	mem = mmap(NULL, BIG_MEM, PROT_READ | PROT_WRITE, MAP_SHARED, dfd, 0);
+	ASSERT_NE(MAP_FAILED, mem);
+	ASSERT_EQ(0, reg_dmabuf(u->fd, "ubig", dfd, 0, BIG_SIZE, "rxe0", &h));
+	close(dfd);
+
+	/*
+	 * Longer than one export can map: the pool; a page more than the
+	 * most; the most, from a byte that is not the start of a page
+	 */
+	EXPECT_EQ(-E2BIG, export_add(u->fd, "ubig-x", h, 0, BIG_SIZE,
+				     KXFER_ACCESS_READ));
+	EXPECT_EQ(-E2BIG, export_add(u->fd, "ubig-x", h, 0, EXPORT_MAX + PG,
+				     KXFER_ACCESS_READ));
+	EXPECT_EQ(-E2BIG, export_add(u->fd, "ubig-x", h, (1ULL << 30) + 8,
+				     EXPORT_MAX, KXFER_ACCESS_READ));
+	/* The administrator's way, with the reason */
+	EXPECT_EQ(0, run("out=$(kxferctl export add ubig-y pool ubig access read 2>&1); "
+			 "s=$?; "
+			 "echo \"$out\"; "
+			 "test $s -ne 0 && echo \"$out\" | grep -q 'longer than one export'"));
+	EXPECT_EQ(0, run("j=$(kxferctl -j export show); "
+			 "echo \"$j\" | jq -e 'all(.[]; .name | test(\"^ubig\") | not)'"));
+
+	ASSERT_EQ(0, export_add(u->fd, "ubig-x", h, BIG_EXP_OFF, EXPORT_MAX,
+				KXFER_ACCESS_READ | KXFER_ACCESS_WRITE));
+	ASSERT_EQ(0, remote_wait(u->fd, u->peer, "ubig-x", &r));
+	EXPECT_EQ(EXPORT_MAX, r.len);
+
+	/* Writes: usrc to three places of the export, in one job */
+	want = calloc(1, BIG_MEM);
+	ASSERT_NE(NULL, want);
+	for (i = 0; i < 3; i++) {
+		fill(u->src_map + segs[i].local_off, segs[i].len, 20 + i);
+		at = big_mem_at(BIG_EXP_OFF + segs[i].remote_off);
+		ASSERT_LE(at + segs[i].len, BIG_MEM);
+		fill(want + at, segs[i].len, 20 + i);
+	}
+	job_init(&job, KXFER_OP_WRITE, u->src, u->peer, r.handle, segs, 3, 1);
+	ASSERT_EQ(0, job_run(u->fd, &job));
+	for (at = 0; at < BIG_MEM && mem[at] == want[at]; at++)
+		;
+	EXPECT_EQ(BIG_MEM, at) {
+		TH_LOG("the pool's memory differs from what was written at byte %zu (piece %zu)",
+		       at, (size_t)(at / KXFER_TESTBUF_ALIAS_PIECE));
+	}
+	free(want);
+
+	/* A read 9 GiB into the pool, to usrc */
+	fill(mem + big_mem_at(rd_off), 8 * PG, 30);
+	segs[0] = (struct kxfer_segment){ 256 * PG, rd_off - BIG_EXP_OFF,
+					  8 * PG };
+	job_init(&job, KXFER_OP_READ, u->src, u->peer, r.handle, segs, 1, 2);
+	ASSERT_EQ(0, job_run(u->fd, &job));
+	EXPECT_EQ(0, check(u->src_map + 256 * PG, 8 * PG, 30));
+
+	/* The pool as the local side, 9 GiB into it */
+	ASSERT_EQ(0, remote_wait(u->fd, u->peer, SRC_EXPORT, &r));
+	segs[0] = (struct kxfer_segment){ rd_off, 512 * PG, 8 * PG };
+	job_init(&job, KXFER_OP_WRITE, h, u->peer, r.handle, segs, 1, 3);
+	ASSERT_EQ(0, job_run(u->fd, &job));
+	EXPECT_EQ(0, check(u->src_map + 512 * PG, 8 * PG, 30));
+
+	EXPECT_EQ(0, export_del(u->fd, "ubig-x"));
+	EXPECT_EQ(0, detach(u->fd, h));
+	munmap(mem, BIG_MEM);
+	EXPECT_EQ(u->used0, pool_mem_used(u->fd));
+	TH_LOG("%s",
+	       "a 10 GiB pool, its 8 GiB export: writes at 4 GiB + 12 KiB, 6 GiB - 32 KiB and its end, a read at 9 GiB, checked in all of its memory");
+}
+
 KXFER_HARNESS_MAIN

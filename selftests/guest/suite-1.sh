@@ -458,6 +458,34 @@ t_upool_cleanup() {
 	rmmod kxfer_testbuf
 }
 
+# upool_test's bigpool fixture: a 10 GiB dma-buf pool of 6 MiB of memory,
+# offsets beyond 32 bits and the longest export (8 GiB, 4096 MRs).  Its
+# budget is above the default pool_mem_max (half the guest's memory):
+# kxfer is loaded again with 16 GiB for it, then as before, whatever
+# happens.
+_upool_big_restore() {
+	kxferctl peer del uself 2>/dev/null || true
+	busywait 15000 _upool_no_peers
+	kxferctl listen del "$KXFER_SELF_ADDR" 2>/dev/null || true
+	kxferctl export del usrc-x 2>/dev/null || true
+	kxferctl pool del usrc 2>/dev/null || true
+	# every buffer of the test exporter released
+	! grep -q '^kxfer_testbuf ' /proc/modules || rmmod kxfer_testbuf
+	rmmod kxfer
+	kxfer_load
+}
+
+t_upool_big() {
+	local max=$((16 << 30))
+
+	rmmod kxfer
+	defer _upool_big_restore
+	kxfer_load pool_mem_max=$max
+	[ "$(cat /sys/module/kxfer/parameters/pool_mem_max)" = "$max" ]
+	t_upool_setup
+	"$KXFER_TOP/selftests/upool_test" -f bigpool
+}
+
 t_resources_clean() {
 	# No QP, MR, CQ or PD of kxfer's is left behind.
 	local r
@@ -497,12 +525,12 @@ ktest dev_remove_add_monitor t_dev_remove_add_monitor
 # an unload and a load of the module.
 ktap_run "$KXFER_TOP/selftests/sec_test"
 ktest upool_setup t_upool_setup
-ktap_run "$KXFER_TOP/selftests/upool_test"
+ktap_run "$KXFER_TOP/selftests/upool_test" -F bigpool
 ktap_run "$KXFER_TOP/selftests/notify_test"
 ktap_run "$KXFER_TOP/selftests/ring_test"
 ktest poll_setup t_poll_setup
 KXFER_TEST_PEER=upoll KXFER_TEST_PEER_OPTS="cq poll" KTAP_NAME=upool_test_poll \
-	ktap_run "$KXFER_TOP/selftests/upool_test"
+	ktap_run "$KXFER_TOP/selftests/upool_test" -F bigpool
 KXFER_TEST_PEER=upoll KXFER_TEST_PEER_OPTS="cq poll" KTAP_NAME=notify_test_poll \
 	ktap_run "$KXFER_TOP/selftests/notify_test"
 KXFER_TEST_PEER=upoll KXFER_TEST_PEER_OPTS="cq poll" KTAP_NAME=ring_test_poll \
@@ -510,6 +538,7 @@ KXFER_TEST_PEER=upoll KXFER_TEST_PEER_OPTS="cq poll" KTAP_NAME=ring_test_poll \
 ktest poll_counts t_poll_counts
 ktest post_spread t_post_spread
 ktest upool_cleanup t_upool_cleanup
+ktest upool_big t_upool_big
 ktest fuzz_nl t_fuzz_nl
 ktest fuzz_ioctl t_fuzz_ioctl
 ktest rmmod_refused_while_open t_rmmod_refused_while_open

@@ -7,9 +7,10 @@
  * what a peer wrote, and ask for buffers an importer must refuse: pieces
  * with no struct page behind them (what a GPU's exporter hands out for
  * its memory), a table shorter than the buffer, a piece that does not
- * start on a page.  It exists because the kernels the tests boot do not
- * all have an exporter (Debian's 6.1 has neither udmabuf nor dma-heaps)
- * and none has one of device memory.
+ * start on a page; and buffers of many GiB whose few MiB of memory repeat
+ * (KXFER_TESTBUF_ALIAS), for offsets beyond 32 bits.  It exists because
+ * the kernels the tests boot do not all have an exporter (Debian's 6.1
+ * has neither udmabuf nor dma-heaps) and none has one of device memory.
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
@@ -26,35 +27,26 @@
 MODULE_IMPORT_NS(DMA_BUF);
 
 #define KXFER_TESTBUF_MAX	(64UL << 20)
+#define KXFER_TESTBUF_ALIAS_MAX	(64ULL << 30)
+#define KXFER_TESTBUF_ALIAS_ORDER \
+	(ilog2(KXFER_TESTBUF_ALIAS_PIECE) - PAGE_SHIFT)
 /* where the pieces of a page-less buffer claim to be (never touched) */
 #define KXFER_TESTBUF_FAKE_DMA	0x100000000ULL
 
 struct kxfer_testbuf {
-	struct page	**pages;
+	struct page	**pages;	/* the memory, page by page */
 	unsigned long	npages;
+	u64		size;		/* more than the memory with ALIAS */
 	u32		flags;
 };
 
-static struct sg_table *kxfer_testbuf_map(struct dma_buf_attachment *at,
-					  enum dma_data_direction dir)
+/* One entry per page, shaped by the flags */
+static void kxfer_testbuf_page_table(struct kxfer_testbuf *b,
+				     struct sg_table *sgt)
 {
-	struct kxfer_testbuf *b = at->dmabuf->priv;
-	unsigned long n = b->npages;
 	struct scatterlist *sg;
-	struct sg_table *sgt;
 	unsigned int i;
-	int ret;
 
-	if (b->flags & KXFER_TESTBUF_FAIL_MAP)
-		return ERR_PTR(-ENOMEM);
-	if (b->flags & KXFER_TESTBUF_SHORT)
-		n--;
-	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
-	if (!sgt)
-		return ERR_PTR(-ENOMEM);
-	ret = sg_alloc_table(sgt, n, GFP_KERNEL);
-	if (ret)
-		goto out_free;
 	for_each_sgtable_sg(sgt, sg, i) {
 		if (b->flags & KXFER_TESTBUF_PAGELESS) {
 			/* device memory: a bus address, no page */
@@ -68,6 +60,46 @@ static struct sg_table *kxfer_testbuf_map(struct dma_buf_attachment *at,
 			sg_set_page(sg, b->pages[i], PAGE_SIZE, 0);
 		}
 	}
+}
+
+/* ALIAS: one entry per piece, the pieces in turn */
+static void kxfer_testbuf_alias_table(struct kxfer_testbuf *b,
+				      struct sg_table *sgt)
+{
+	unsigned long per_piece = KXFER_TESTBUF_ALIAS_PIECE >> PAGE_SHIFT;
+	struct scatterlist *sg;
+	unsigned int i;
+
+	for_each_sgtable_sg(sgt, sg, i)
+		sg_set_page(sg, b->pages[(i % KXFER_TESTBUF_ALIAS_PIECES) *
+					 per_piece],
+			    KXFER_TESTBUF_ALIAS_PIECE, 0);
+}
+
+static struct sg_table *kxfer_testbuf_map(struct dma_buf_attachment *at,
+					  enum dma_data_direction dir)
+{
+	struct kxfer_testbuf *b = at->dmabuf->priv;
+	unsigned long n = b->npages;
+	struct sg_table *sgt;
+	int ret;
+
+	if (b->flags & KXFER_TESTBUF_FAIL_MAP)
+		return ERR_PTR(-ENOMEM);
+	if (b->flags & KXFER_TESTBUF_SHORT)
+		n--;
+	if (b->flags & KXFER_TESTBUF_ALIAS)
+		n = div_u64(b->size, KXFER_TESTBUF_ALIAS_PIECE);
+	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
+	if (!sgt)
+		return ERR_PTR(-ENOMEM);
+	ret = sg_alloc_table(sgt, n, GFP_KERNEL);
+	if (ret)
+		goto out_free;
+	if (b->flags & KXFER_TESTBUF_ALIAS)
+		kxfer_testbuf_alias_table(b, sgt);
+	else
+		kxfer_testbuf_page_table(b, sgt);
 	if (!(b->flags & KXFER_TESTBUF_PAGELESS)) {
 		ret = dma_map_sgtable(at->dev, sgt, dir, 0);
 		if (ret)
@@ -125,32 +157,61 @@ static const struct dma_buf_ops kxfer_testbuf_ops = {
 	.mmap		= kxfer_testbuf_mmap,
 };
 
+/* The memory: pages, or for ALIAS contiguous pieces split into pages. */
+static int kxfer_testbuf_alloc(struct kxfer_testbuf *b)
+{
+	unsigned int order = 0;
+	unsigned long i, j;
+
+	if (b->flags & KXFER_TESTBUF_ALIAS)
+		order = KXFER_TESTBUF_ALIAS_ORDER;
+	for (i = 0; i < b->npages; i += 1UL << order) {
+		struct page *page = alloc_pages(GFP_KERNEL | __GFP_ZERO, order);
+
+		if (!page)
+			return -ENOMEM;
+		/* each page its own, as the free and vm_map_pages() want */
+		if (order)
+			split_page(page, order);
+		for (j = 0; j < 1UL << order; j++)
+			b->pages[i + j] = page + j;
+	}
+	return 0;
+}
+
 static int kxfer_testbuf_create(struct kxfer_testbuf_create *c)
 {
 	DEFINE_DMA_BUF_EXPORT_INFO(exp);
 	struct kxfer_testbuf *b;
 	struct dma_buf *dmabuf;
-	unsigned long i;
 	int fd;
 
 	if (!c->size || !PAGE_ALIGNED(c->size) ||
-	    c->size > KXFER_TESTBUF_MAX || (c->flags & ~KXFER_TESTBUF_FLAGS))
+	    (c->flags & ~KXFER_TESTBUF_FLAGS))
 		return -EINVAL;
+	if (c->flags & KXFER_TESTBUF_ALIAS) {
+		if (c->flags != KXFER_TESTBUF_ALIAS ||
+		    !IS_ALIGNED(c->size, KXFER_TESTBUF_ALIAS_PIECE) ||
+		    c->size > KXFER_TESTBUF_ALIAS_MAX)
+			return -EINVAL;
+	} else if (c->size > KXFER_TESTBUF_MAX) {
+		return -EINVAL;
+	}
 	if ((c->flags & KXFER_TESTBUF_SHORT) && c->size == PAGE_SIZE)
 		return -EINVAL;
 	b = kzalloc(sizeof(*b), GFP_KERNEL);
 	if (!b)
 		return -ENOMEM;
 	b->flags = c->flags;
+	b->size = c->size;
 	b->npages = c->size >> PAGE_SHIFT;
+	if (c->flags & KXFER_TESTBUF_ALIAS)
+		b->npages = min_t(u64, b->npages,
+				  (KXFER_TESTBUF_ALIAS_PIECE >> PAGE_SHIFT) *
+				  KXFER_TESTBUF_ALIAS_PIECES);
 	b->pages = kvcalloc(b->npages, sizeof(*b->pages), GFP_KERNEL);
-	if (!b->pages)
+	if (!b->pages || kxfer_testbuf_alloc(b))
 		goto out_nomem;
-	for (i = 0; i < b->npages; i++) {
-		b->pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
-		if (!b->pages[i])
-			goto out_nomem;
-	}
 
 	exp.ops = &kxfer_testbuf_ops;
 	exp.size = c->size;

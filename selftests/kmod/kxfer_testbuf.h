@@ -21,11 +21,25 @@
 #define KXFER_TESTBUF_UNALIGNED	(1U << 2)
 /* Mapping the buffer for an importer fails with ENOMEM */
 #define KXFER_TESTBUF_FAIL_MAP	(1U << 3)
-#define KXFER_TESTBUF_FLAGS	0xfU
+/*
+ * A large buffer of little memory, alone (no other flag): its memory is
+ * KXFER_TESTBUF_ALIAS_PIECES pieces of KXFER_TESTBUF_ALIAS_PIECE bytes,
+ * each physically contiguous, repeated over its whole size, so that
+ * byte X of the buffer is byte X % (PIECES * PIECE) of its memory; the
+ * table has one entry per piece.  mmap() shows the memory, at offsets up
+ * to PIECES * PIECE.
+ */
+#define KXFER_TESTBUF_ALIAS	(1U << 4)
+#define KXFER_TESTBUF_FLAGS	0x1fU
+
+#define KXFER_TESTBUF_ALIAS_PIECE	(2ULL << 20)
+#define KXFER_TESTBUF_ALIAS_PIECES	3
 
 /**
  * struct kxfer_testbuf_create - KXFER_TESTBUF_CREATE's argument
- * @size: bytes, a multiple of the page size, at most 64 MiB
+ * @size: bytes, a multiple of the page size, at most 64 MiB; with
+ *	KXFER_TESTBUF_ALIAS a multiple of KXFER_TESTBUF_ALIAS_PIECE, at most
+ *	64 GiB
  * @flags: KXFER_TESTBUF_*
  * @fd: out: the dma-buf (O_RDWR | O_CLOEXEC); mmap() shows its pages
  */

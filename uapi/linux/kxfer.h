@@ -499,7 +499,8 @@ struct kxfer_pool_dmabuf {
  * Errors: EINVAL (flags, reserved, name, access, empty range, family or
  * prefix), ENOENT (no such pool handle), EPERM (the pool was not made by
  * this file, or user_exports is off), ERANGE (range outside the pool),
- * EEXIST (name in use), ENOMEM.
+ * E2BIG (range longer than one export can map: 4096 MRs of 512 pages,
+ * 8 GiB with 4 KiB pages), EEXIST (name in use), ENOMEM.
  */
 struct kxfer_export_add {
 	char  name[KXFER_NAME_MAX];
