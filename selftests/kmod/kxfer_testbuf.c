@@ -30,6 +30,9 @@ MODULE_IMPORT_NS(DMA_BUF);
 #define KXFER_TESTBUF_ALIAS_MAX	(64ULL << 30)
 #define KXFER_TESTBUF_ALIAS_ORDER \
 	(ilog2(KXFER_TESTBUF_ALIAS_PIECE) - PAGE_SHIFT)
+/* the pages of an ALIAS buffer's memory, at the most */
+#define KXFER_TESTBUF_ALIAS_NPAGES \
+	(KXFER_TESTBUF_ALIAS_PIECES << KXFER_TESTBUF_ALIAS_ORDER)
 /* where the pieces of a page-less buffer claim to be (never touched) */
 #define KXFER_TESTBUF_FAKE_DMA	0x100000000ULL
 
@@ -66,13 +69,12 @@ static void kxfer_testbuf_page_table(struct kxfer_testbuf *b,
 static void kxfer_testbuf_alias_table(struct kxfer_testbuf *b,
 				      struct sg_table *sgt)
 {
-	unsigned long per_piece = KXFER_TESTBUF_ALIAS_PIECE >> PAGE_SHIFT;
 	struct scatterlist *sg;
 	unsigned int i;
 
 	for_each_sgtable_sg(sgt, sg, i)
-		sg_set_page(sg, b->pages[(i % KXFER_TESTBUF_ALIAS_PIECES) *
-					 per_piece],
+		sg_set_page(sg, b->pages[(i % KXFER_TESTBUF_ALIAS_PIECES) <<
+					 KXFER_TESTBUF_ALIAS_ORDER],
 			    KXFER_TESTBUF_ALIAS_PIECE, 0);
 }
 
@@ -206,9 +208,7 @@ static int kxfer_testbuf_create(struct kxfer_testbuf_create *c)
 	b->size = c->size;
 	b->npages = c->size >> PAGE_SHIFT;
 	if (c->flags & KXFER_TESTBUF_ALIAS)
-		b->npages = min_t(u64, b->npages,
-				  (KXFER_TESTBUF_ALIAS_PIECE >> PAGE_SHIFT) *
-				  KXFER_TESTBUF_ALIAS_PIECES);
+		b->npages = min_t(u64, b->npages, KXFER_TESTBUF_ALIAS_NPAGES);
 	b->pages = kvcalloc(b->npages, sizeof(*b->pages), GFP_KERNEL);
 	if (!b->pages || kxfer_testbuf_alloc(b))
 		goto out_nomem;
