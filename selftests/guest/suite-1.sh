@@ -17,6 +17,18 @@ source "$KXFER_TOP/selftests/guest/fuzz.sh"
 
 cd "$KXFER_TOP" || exit 1
 
+# --- the machine -----------------------------------------------------------
+
+# The CPU model the rig gives the guest keeps EFLAGS right across
+# cmpxchg16b, or has none (vm-run: QEMU 7.2's TCG does not, and SLUB's
+# fast path then corrupts a kernel now and then).
+t_cpu_flags() {
+	local out
+
+	out=$(selftests/cpu_flags) || { echo "$out"; return 1; }
+	echo "$out"
+}
+
 # --- module ----------------------------------------------------------------
 
 t_module_load() {
@@ -507,6 +519,7 @@ t_module_unload() {
 	test ! -e /dev/kxfer
 }
 
+ktest cpu_flags t_cpu_flags
 ktest module_load t_module_load
 ktest module_bad_param t_module_bad_param
 ktest runtime_params t_runtime_params
