@@ -23,10 +23,7 @@ cd "$KXFER_TOP" || exit 1
 # cmpxchg16b, or has none (vm-run: QEMU 7.2's TCG does not, and SLUB's
 # fast path then corrupts a kernel now and then).
 t_cpu_flags() {
-	local out
-
-	out=$(selftests/cpu_flags) || { echo "$out"; return 1; }
-	echo "$out"
+	selftests/cpu_flags
 }
 
 # --- module ----------------------------------------------------------------
