@@ -157,17 +157,55 @@ static void kxfer_reg_free(struct kxfer_reg *rg)
 	kfree(rg);
 }
 
-/* Register one export on the session.  Caller holds s_mutex, obj_mutex. */
-static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
-					  struct kxfer_export *exp)
+/*
+ * The MRs @exp takes on the session's device, of *@max_pages pages each:
+ * 0 if more than a peer takes (KXFER_WIRE_MAX_MRS, said in the log).
+ * export add bounds an export by the largest MR; a device with shorter
+ * page lists, or a lower mr_max_pages, can need more.
+ */
+static unsigned int kxfer_reg_nmrs(struct kxfer_session *s,
+				   const struct kxfer_export *exp,
+				   unsigned int *max_pages)
 {
-	struct ib_device *ibdev = s->s_dev->kd_ibdev;
+	u64 base = round_down(exp->ke_off, PAGE_SIZE);
+	u64 end = exp->ke_off + exp->ke_len;
+	u64 nmrs;
+
+	*max_pages = min3(s->s_dev->kd_ibdev->attrs.max_fast_reg_page_list_len,
+			  READ_ONCE(kxfer_mr_max_pages),
+			  (u32)KXFER_MR_MAX_PAGES);
+	if (!*max_pages) {
+		pr_warn_ratelimited("kxfer: peer %s: %s has no fast registration: export %s not offered\n",
+				    s->s_name, s->s_dev->kd_name, exp->ke_name);
+		return 0;
+	}
+	nmrs = DIV_ROUND_UP(end - base, (u64)*max_pages << PAGE_SHIFT);
+	if (nmrs <= KXFER_WIRE_MAX_MRS)
+		return nmrs;
+	pr_warn_ratelimited("kxfer: peer %s: export %s needs %llu memory regions of %u KiB on %s, more than the %u a peer takes: not offered\n",
+			    s->s_name, exp->ke_name, nmrs,
+			    *max_pages << (PAGE_SHIFT - 10), s->s_dev->kd_name,
+			    KXFER_WIRE_MAX_MRS);
+	return 0;
+}
+
+/*
+ * Register one export on the session, as @nmrs MRs of @max_pages pages
+ * (kxfer_reg_nmrs()).  Caller holds s_mutex, obj_mutex.
+ */
+static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
+					  struct kxfer_export *exp,
+					  unsigned int max_pages,
+					  unsigned int nmrs)
+{
 	struct kxfer_pool *pool = exp->ke_pool;
-	unsigned int max_pages, nmrs, i, batch = 0;
+	u64 span = (u64)max_pages << PAGE_SHIFT;
+	u64 base = round_down(exp->ke_off, PAGE_SIZE);
+	u64 end = exp->ke_off + exp->ke_len;
+	unsigned int i, batch = 0;
 	struct ib_reg_wr *wrs;
 	struct kxfer_pool_map *pm;
 	struct kxfer_reg *rg;
-	u64 span, base, end;
 	int ret = -ENOMEM;
 
 	kxfer_pool_map_device(pool, s->s_dev);
@@ -178,15 +216,6 @@ static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
 	mutex_unlock(&pool->kp_map_lock);
 	if (list_entry_is_head(pm, &pool->kp_maps, pm_node))
 		return ERR_PTR(-ENOMEM);
-
-	max_pages = min_t(u32, ibdev->attrs.max_fast_reg_page_list_len,
-			  KXFER_MR_MAX_PAGES);
-	span = (u64)max_pages << PAGE_SHIFT;
-	base = round_down(exp->ke_off, PAGE_SIZE);
-	end = exp->ke_off + exp->ke_len;
-	nmrs = DIV_ROUND_UP(end - base, span);
-	if (nmrs > KXFER_WIRE_MAX_MRS)
-		return ERR_PTR(-E2BIG);
 
 	rg = kzalloc(struct_size(rg, rg_mrs, nmrs), GFP_KERNEL);
 	wrs = kcalloc(KXFER_REG_BATCH, sizeof(*wrs), GFP_KERNEL);
@@ -298,14 +327,16 @@ static void kxfer_reg_advertise(struct kxfer_session *s, struct kxfer_reg *rg)
  * kxfer_regs_sync - register and advertise every export the session lacks
  * @s: the session, control channel up
  *
- * Exports for other peers are skipped; exports already registered at
- * their current generation are left alone.
+ * Exports for other peers are skipped, and so are those this device
+ * would need too many MRs for; exports already registered at their
+ * current generation are left alone.
  *
  * Return: 0 or a negative errno (the session should fail).  Caller
  * holds s_mutex.  May sleep (waits for registrations).
  */
 int kxfer_regs_sync(struct kxfer_session *s)
 {
+	unsigned int max_pages, nmrs;
 	struct kxfer_export *exp;
 	struct kxfer_reg *rg;
 	int ret = 0;
@@ -319,7 +350,11 @@ int kxfer_regs_sync(struct kxfer_session *s)
 				break;
 		if (!list_entry_is_head(rg, &s->s_regs, rg_node))
 			continue;
-		rg = kxfer_reg_export(s, exp);
+		/* Too large for this device: the others still go. */
+		nmrs = kxfer_reg_nmrs(s, exp, &max_pages);
+		if (!nmrs)
+			continue;
+		rg = kxfer_reg_export(s, exp, max_pages, nmrs);
 		if (IS_ERR(rg)) {
 			ret = PTR_ERR(rg);
 			kxfer_warn("peer %s: cannot register export %s: %d\n",

@@ -395,6 +395,13 @@ extern unsigned int kxfer_qp_inflight_mb;
  */
 #define KXFER_MR_MAX_PAGES	512
 #define KXFER_EXPORT_MAX_LEN	((u64)KXFER_WIRE_MAX_MRS * KXFER_MR_MAX_PAGES * PAGE_SIZE)
+/*
+ * mr_max_pages, 1..KXFER_MR_MAX_PAGES: a further cap on an MR's pages,
+ * read when an export is registered.  An export that needs more MRs
+ * than a peer takes, with the cap or the device's own limit, is not
+ * offered on that session; the session and other exports are unharmed.
+ */
+extern unsigned int kxfer_mr_max_pages;
 
 /* Bits of kxfer_qp.q_events, set by the CM handler for the work. */
 enum {

@@ -64,6 +64,23 @@ module_param_cb(qp_inflight_mb, &kxfer_qp_inflight_ops, &kxfer_qp_inflight_mb,
 MODULE_PARM_DESC(qp_inflight_mb,
 		 "Data MiB in flight per QP, which control messages wait behind, 1..1024, for sessions connecting after (default 8)");
 
+static int kxfer_mr_max_pages_set(const char *val,
+				  const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, KXFER_MR_MAX_PAGES);
+}
+
+static const struct kernel_param_ops kxfer_mr_max_pages_ops = {
+	.set = kxfer_mr_max_pages_set,
+	.get = param_get_uint,
+};
+
+unsigned int kxfer_mr_max_pages = KXFER_MR_MAX_PAGES;
+module_param_cb(mr_max_pages, &kxfer_mr_max_pages_ops, &kxfer_mr_max_pages,
+		0644);
+MODULE_PARM_DESC(mr_max_pages,
+		 "Pages one memory region of an export maps, 1..512, below the device's own limit, for exports registered after (default 512)");
+
 unsigned int kxfer_max_pools_per_fd = 64;
 module_param_named(max_pools_per_fd, kxfer_max_pools_per_fd, uint, 0444);
 MODULE_PARM_DESC(max_pools_per_fd,

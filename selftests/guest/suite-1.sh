@@ -46,7 +46,8 @@ t_module_bad_param() {
 	defer kxfer_load
 	for p in ack_timeout=7 ack_timeout=25 keepalive_ms=0 \
 		keepalive_timeout_ms=0 keepalive_timeout_ms=86400001 \
-		qp_inflight_mb=0 qp_inflight_mb=1025 wire_features=4; do
+		qp_inflight_mb=0 qp_inflight_mb=1025 wire_features=4 \
+		mr_max_pages=0 mr_max_pages=513; do
 		out=$(insmod "$KXFER_MODULE" "$p" 2>&1) && {
 			echo "insmod $p succeeded"
 			exit 1
@@ -101,16 +102,17 @@ param_takes() {
 
 # Parameters written at run time, each with its range: the keepalive
 # interval and timeout 1 ms to a day, the data in flight per QP 1 to 1024
-# MiB, the protocol features only bits this kxfer knows (3).  A value out
-# of range fails with EINVAL and the parameter keeps its value (a
-# keepalive timeout of 0 would end every session at once).
+# MiB, an export MR's pages 1 to 512, the protocol features only bits
+# this kxfer knows (3).  A value out of range fails with EINVAL and the
+# parameter keeps its value (a keepalive timeout of 0 would end every
+# session at once).
 t_runtime_params() {
 	local p=/sys/module/kxfer/parameters name max einval
 
 	# once: it costs a second or more on TCG
 	einval=$(_kx_strerror EINVAL)
 	for name in keepalive_ms:86400000 keepalive_timeout_ms:86400000 \
-		qp_inflight_mb:1024; do
+		qp_inflight_mb:1024 mr_max_pages:512; do
 		max=${name#*:}
 		name=${name%:*}
 		param_refused $p "$name" "$einval" 0 $((max + 1)) -1 x

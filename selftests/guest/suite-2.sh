@@ -405,6 +405,52 @@ t_export_add_del_live() {
 	barrier live-gone
 }
 
+# A device whose MRs map fewer pages (mr_max_pages=1 on a stands in for
+# one: rxe's take 512) needs more MRs for an export than a peer takes
+# (4096) once the export passes 16 MiB.  That export is not offered and
+# a says why; the sessions stay up and the other exports go, in MRs of
+# one page, which a job crosses as it would any MR boundary.
+t_export_small_mrs() {
+	local p=/sys/module/kxfer/parameters
+
+	if on_a; then
+		kxferctl pool add sm size 20M mode 0666
+		defer kxferctl pool del sm
+		echo 1 >$p/mr_max_pages
+		defer sh -c "echo 512 >$p/mr_max_pages"
+		kxferctl export add smbig pool sm offset 1M len 17M access read
+		defer kxferctl export del smbig
+		xfer fill sm 0 64K seed:311
+		kxferctl export add smsmall pool sm len 64K access read
+		defer kxferctl export del smsmall
+		barrier sm-added
+		barrier sm-done 120
+		# at least once per session (pa and pa4), at each export added
+		msg='kxfer: peer b: export smbig needs 4352 memory regions of 4 KiB'
+		msg="$msg on rxe0, more than the 4096 a peer takes: not offered"
+		[ "$(dmesg | grep -c "$msg")" -ge 2 ] ||
+			{ echo "not logged twice: $msg"; dmesg | grep 'kxfer:' | tail -20; exit 1; }
+		return 0
+	fi
+	barrier sm-added
+	busywait 20000 has_rexport pa smsmall
+	busywait 20000 has_rexport pa4 smsmall
+	# smbig was added first: had it been offered, it would be here
+	check_fail has_rexport pa smbig
+	check_fail has_rexport pa4 smbig
+	peer_json pa |
+		jq -e '.[0].remote_exports[] | select(.name == "smsmall") | .mrs == 16' >/dev/null
+	xfer fill local 0 64K byte:0x00
+	xfer job pa smsmall local read 0:0:64K
+	xfer check local 0 64K seed:311
+	xfer fill local 0 64K byte:0x00
+	xfer job pa4 smsmall local read 4K:4K:60K
+	xfer check local 4K 60K seed:311
+	peer_state pa up
+	peer_state pa4 up
+	barrier sm-done
+}
+
 # --- refusals --------------------------------------------------------------------
 
 t_not_allowed() {
@@ -1136,6 +1182,7 @@ KTEST_TIMEOUT=600 ktest2 deep_queue t_deep_queue
 ktest2 backpressure t_backpressure
 ktest2 withdraw_live t_withdraw_live
 ktest2 export_add_del_live t_export_add_del_live
+ktest2 export_small_mrs t_export_small_mrs
 ktest2 not_allowed t_not_allowed
 ktest2 wrong_port t_wrong_port
 ktest2 poll_acceptor t_poll_acceptor
