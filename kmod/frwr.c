@@ -159,7 +159,8 @@ static void kxfer_reg_free(struct kxfer_reg *rg)
 
 /*
  * The MRs @exp takes on the session's device, of *@max_pages pages each:
- * 0 if more than a peer takes (KXFER_WIRE_MAX_MRS, said in the log).
+ * 0, said in the log, if the device has no fast registration or @exp needs
+ * more MRs than a peer takes (KXFER_WIRE_MAX_MRS).
  * export add bounds an export by the largest MR; a device with shorter
  * page lists, or a lower mr_max_pages, can need more.
  */
