@@ -329,15 +329,15 @@ static void kxfer_reg_advertise(struct kxfer_session *s, struct kxfer_reg *rg)
  * @s: the session, control channel up
  *
  * Exports for other peers are skipped, and so are those this device
- * would need too many MRs for; exports already registered at their
- * current generation are left alone.
+ * would need too many MRs for (counted in s_exports_withheld); exports
+ * already registered at their current generation are left alone.
  *
  * Return: 0 or a negative errno (the session should fail).  Caller
  * holds s_mutex.  May sleep (waits for registrations).
  */
 int kxfer_regs_sync(struct kxfer_session *s)
 {
-	unsigned int max_pages, nmrs;
+	unsigned int max_pages, nmrs, withheld = 0;
 	struct kxfer_export *exp;
 	struct kxfer_reg *rg;
 	int ret = 0;
@@ -353,8 +353,10 @@ int kxfer_regs_sync(struct kxfer_session *s)
 			continue;
 		/* Too large for this device: the others still go. */
 		nmrs = kxfer_reg_nmrs(s, exp, &max_pages);
-		if (!nmrs)
+		if (!nmrs) {
+			withheld++;
 			continue;
+		}
 		rg = kxfer_reg_export(s, exp, max_pages, nmrs);
 		if (IS_ERR(rg)) {
 			ret = PTR_ERR(rg);
@@ -366,6 +368,8 @@ int kxfer_regs_sync(struct kxfer_session *s)
 		kxfer_reg_advertise(s, rg);
 	}
 	mutex_unlock(&kxfer_obj_mutex);
+	/* Withheld exports are never registered: each pass counts them all. */
+	s->s_exports_withheld = withheld;
 	return ret;
 }
 
@@ -431,4 +435,5 @@ void kxfer_regs_release(struct kxfer_session *s)
 		list_del(&rg->rg_node);
 		kxfer_reg_free(rg);
 	}
+	s->s_exports_withheld = 0;
 }

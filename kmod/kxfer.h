@@ -711,6 +711,7 @@ struct kxfer_session {
 	u64			s_ka_rtt_max_ns;	/* longest, session's life */
 
 	struct list_head	s_regs;
+	unsigned int		s_exports_withheld;	/* too many MRs */
 	struct list_head	s_rexports;
 	unsigned int		s_rexport_mrs;	/* MR entries of s_rexports */
 	struct kxfer_ctrl_msg	*s_ka_ack;	/* a KEEPALIVE_ACK queued */

@@ -956,6 +956,8 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 			      s->s_ka_rtt_ns, KXFER_A_PEER_PAD) ||
 	    nla_put_u64_64bit(skb, KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS,
 			      s->s_ka_rtt_max_ns, KXFER_A_PEER_PAD) ||
+	    nla_put_u32(skb, KXFER_A_PEER_EXPORTS_WITHHELD,
+			s->s_exports_withheld) ||
 	    nla_put_u64_64bit(skb, KXFER_A_PEER_UP_NS, s->s_up_ns,
 			      KXFER_A_PEER_PAD) ||
 	    (s->s_remote_node[0] &&

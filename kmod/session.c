@@ -1577,20 +1577,24 @@ void kxfer_sessions_exports_changed(void)
  * @exp: the export, already off kxfer_exports
  *
  * Invalidates its memory regions (LOCAL_INV, waited for) and tells the
- * peers, before returning.  May sleep.
+ * peers, before returning; a session that has it nowhere but withholds
+ * exports counts them again.  May sleep.
  */
 void kxfer_sessions_export_removed(struct kxfer_export *exp)
 {
 	struct kxfer_msg_export_del del = {};
 	struct kxfer_session *s;
 	struct kxfer_reg *rg;
+	bool had;
 
 	mutex_lock(&kxfer_sess_mutex);
 	list_for_each_entry(s, &kxfer_sessions, s_node) {
 		mutex_lock(&s->s_mutex);
+		had = false;
 		list_for_each_entry(rg, &s->s_regs, rg_node) {
 			if (rg->rg_export != exp)
 				continue;
+			had = true;
 			list_del(&rg->rg_node);
 			kxfer_reg_invalidate(s, rg);
 			strscpy(del.md_name, exp->ke_name, sizeof(del.md_name));
@@ -1603,6 +1607,11 @@ void kxfer_sessions_export_removed(struct kxfer_export *exp)
 				kxfer_ctrl_flush(s);
 			}
 			break;
+		}
+		/* Perhaps one it withheld: kxfer_regs_sync() counts again. */
+		if (!had && s->s_exports_withheld) {
+			set_bit(KXFER_SE_REGS, &s->s_events);
+			queue_work(kxfer_wq, &s->s_work);
 		}
 		mutex_unlock(&s->s_mutex);
 	}

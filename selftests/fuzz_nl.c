@@ -234,6 +234,7 @@ static const struct attr a_peer[] = {
 	[KXFER_A_PEER_AUTH_FAILURES] = { T_U32 },
 	[KXFER_A_PEER_POLL] = { T_FLAG },
 	[KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS] = { T_U64 },
+	[KXFER_A_PEER_EXPORTS_WITHHELD] = { T_U32 },
 };
 
 static const struct attr a_qp[] = {

@@ -405,11 +405,20 @@ t_export_add_del_live() {
 	barrier live-gone
 }
 
+# withheld_b N: at least two of b's sessions are up, each withholding N
+# exports
+withheld_b() {
+	kxferctl -j peer show | jq -e --argjson n "$1" \
+		'[.[] | select(.name == "b" and .state == "up") | .exports_withheld] |
+		 length >= 2 and all(. == $n)' >/dev/null
+}
+
 # A device whose MRs map fewer pages (mr_max_pages=1 on a stands in for
 # one: rxe's take 512) needs more MRs for an export than a peer takes
-# (4096) once the export passes 16 MiB.  That export is not offered and
-# a says why; the sessions stay up and the other exports go, in MRs of
-# one page, which a job crosses as it would any MR boundary.
+# (4096) once the export passes 16 MiB.  That export is not offered (the
+# log says why, peer show counts it on each session) and the sessions stay
+# up; the other exports go, in MRs of one page, which a job crosses as it
+# would any MR boundary.
 t_export_small_mrs() {
 	local p=/sys/module/kxfer/parameters
 
@@ -419,7 +428,7 @@ t_export_small_mrs() {
 		echo 1 >$p/mr_max_pages
 		defer sh -c "echo 512 >$p/mr_max_pages"
 		kxferctl export add smbig pool sm offset 1M len 17M access read
-		defer kxferctl export del smbig
+		defer sh -c 'kxferctl export del smbig 2>/dev/null || :'
 		xfer fill sm 0 64K seed:311
 		kxferctl export add smsmall pool sm len 64K access read
 		defer kxferctl export del smsmall
@@ -430,6 +439,11 @@ t_export_small_mrs() {
 		msg="$msg on rxe0, more than the 4096 a peer takes: not offered"
 		[ "$(dmesg | grep -c "$msg")" -ge 2 ] ||
 			{ echo "not logged twice: $msg"; dmesg | grep 'kxfer:' | tail -20; exit 1; }
+		# b's sessions (pa, pa4 and any other up) withhold smbig alone,
+		# and none once it is gone
+		busywait 20000 withheld_b 1 || { kxferctl -j peer show; exit 1; }
+		kxferctl export del smbig
+		busywait 20000 withheld_b 0
 		return 0
 	fi
 	barrier sm-added
@@ -440,6 +454,8 @@ t_export_small_mrs() {
 	check_fail has_rexport pa4 smbig
 	peer_json pa |
 		jq -e '.[0].remote_exports[] | select(.name == "smsmall") | .mrs == 16' >/dev/null
+	# a withholds nothing from us
+	peer_json pa | jq -e '.[0].exports_withheld == 0' >/dev/null
 	xfer fill local 0 64K byte:0x00
 	xfer job pa smsmall local read 0:0:64K
 	xfer check local 0 64K seed:311

@@ -44,6 +44,7 @@ static const char *const peer_attr_names[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_AUTH_FAILURES]	= "auth-failures",
 	[KXFER_A_PEER_POLL]		= "poll",
 	[KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS] = "keepalive-rtt-max-ns",
+	[KXFER_A_PEER_EXPORTS_WITHHELD]	= "exports-withheld",
 };
 
 static const struct kx_attr_set peer_set = {
@@ -70,6 +71,7 @@ static const struct nla_policy peer_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_LAST_ERRNO]	= { .type = NLA_U32 },
 	[KXFER_A_PEER_KEEPALIVE_RTT_NS]	= { .type = NLA_U64 },
 	[KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS] = { .type = NLA_U64 },
+	[KXFER_A_PEER_EXPORTS_WITHHELD]	= { .type = NLA_U32 },
 	[KXFER_A_PEER_UP_NS]		= { .type = NLA_U64 },
 	[KXFER_A_PEER_QP]		= { .type = NLA_NESTED },
 	[KXFER_A_PEER_REMOTE_EXPORT]	= { .type = NLA_NESTED },
@@ -364,6 +366,9 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 	if (tb[KXFER_A_PEER_AUTH_FAILURES])
 		out_u64("auth_failures",
 			nla_get_u32(tb[KXFER_A_PEER_AUTH_FAILURES]));
+	if (tb[KXFER_A_PEER_EXPORTS_WITHHELD])
+		out_u64("exports_withheld",
+			nla_get_u32(tb[KXFER_A_PEER_EXPORTS_WITHHELD]));
 	peer_error_print(tb);
 
 	/* last: in text each QP and export is a continuation line */

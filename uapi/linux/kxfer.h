@@ -927,6 +927,12 @@ enum {
 	 * probe's answer waits behind the data the peer queued before it)
 	 */
 	KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS,
+	/*
+	 * u32: exports this session would be given but is not, as they need
+	 * more memory regions on its device than a peer takes
+	 * (KXFER_WIRE_MAX_MRS; the kernel log names them); 0 while down
+	 */
+	KXFER_A_PEER_EXPORTS_WITHHELD,
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
