@@ -2646,11 +2646,6 @@ static int auth_login(struct sess *s, const char *node,
 	return 0;
 }
 
-static bool is_synced_only(struct sess *s)
-{
-	return s->got_sync;
-}
-
 #define WHY_MAC		"peer's proof does not match our key"
 #define WHY_EARLY	"message before authentication"
 #define WHY_LENGTH	"wrong length for the message type"
@@ -3050,8 +3045,8 @@ static int cmd_supersede(const char *node, int hold_s)
 	}
 	send_msg(&s, MSG_SYNC_DONE, NULL, 0);
 	send_msg(&s, MSG_KEEPALIVE, &stamp, 8);
-	if (!pump(&s, AUTH_WAIT_MS, is_synced_only)) {
-		result("supersede", "FAIL: no export table after the handshake");
+	if (!pump(&s, AUTH_WAIT_MS, is_synced)) {
+		result("supersede", "FAIL: no export table or keepalive ack after the handshake");
 		goto out;
 	}
 	result("supersede", "ok, up as %s", node);
