@@ -3046,7 +3046,9 @@ static int cmd_supersede(const char *node, int hold_s)
 	send_msg(&s, MSG_SYNC_DONE, NULL, 0);
 	send_msg(&s, MSG_KEEPALIVE, &stamp, 8);
 	if (!pump(&s, AUTH_WAIT_MS, is_synced)) {
-		result("supersede", "FAIL: no export table or keepalive ack after the handshake");
+		result("supersede", "FAIL: after the handshake: export table %s, keepalive ack %s",
+		       s.got_sync ? "seen" : "missing",
+		       s.ka_acked ? "seen" : "missing");
 		goto out;
 	}
 	result("supersede", "ok, up as %s", node);
