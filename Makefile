@@ -23,6 +23,8 @@
 #                     on any report; not part of make check
 #                     (KXFER_KVERS=6.1 for one; KXFER_GUEST_LOCK=FILE)
 #   make deps         install the Debian packages the project needs
+#   make htmldocs     Documentation/ as HTML into build/htmldocs/ (Sphinx;
+#                     any warning fails it; make check runs it)
 #   make bench        kxfer-bench against perftest, the demo's push
 #                     through NIXL against kxfer, and the connect time
 #                     with and without keys, in one guest per kernel
@@ -59,7 +61,7 @@ KDIR ?= /usr/src/linux-headers-$(call kxfer_hdr,6.1.)
 endif
 
 .PHONY: all module guest-modules tools examples selftests clean deps check \
-	check-debug demo bench help install nixl nixl-deps
+	check-debug demo bench help install nixl nixl-deps htmldocs
 
 all: module tools examples selftests $(if $(NIXL_PREFIX),nixl)
 
@@ -122,7 +124,7 @@ nixl-deps:
 	@bash $(TOP)/tools/nixl/build-nixl-deps.sh >/dev/null
 
 clean:
-	rm -rf $(TOP)/build/nixl
+	rm -rf $(TOP)/build/nixl $(TOP)/build/htmldocs
 	$(MAKE) -C $(KDIR) M=$(TOP) clean
 	$(MAKE) -C $(TOP)/tools/kxferctl clean
 	$(MAKE) -C $(TOP)/tools/libkxfer clean
@@ -142,6 +144,19 @@ endif
 
 deps:
 	@bash $(TOP)/tools/deps.sh
+
+# Documentation/*.rst (the toctree of index.rst) as HTML, with Debian's
+# python3-sphinx.  -W makes any warning an error, -n warns of references
+# that lead nowhere, --keep-going reports every warning before failing,
+# and -E reads every page again: an incremental build would not repeat
+# the warnings of pages that did not change.
+SPHINXBUILD ?= sphinx-build
+htmldocs:
+	@command -v $(SPHINXBUILD) >/dev/null || { \
+		echo "make htmldocs: no $(SPHINXBUILD) (make deps installs python3-sphinx)" >&2; \
+		exit 1; }
+	$(SPHINXBUILD) -b html -E -n -W --keep-going -q \
+		-d $(TOP)/build/htmldocs/.doctrees $(TOP)/Documentation $(TOP)/build/htmldocs
 
 check: deps
 	$(MAKE) all guest-modules
@@ -179,4 +194,4 @@ endif
 	KXFER_DEMO_NIXL=$(KXFER_DEMO_NIXL) bash $(TOP)/examples/run-demo --kver $(KXFER_DEMO_KVER)
 
 help:
-	@sed -n '3,35p' $(TOP)/Makefile
+	@sed -n '3,37p' $(TOP)/Makefile

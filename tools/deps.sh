@@ -31,6 +31,8 @@ packages=(
 	# scripts; perf for tools/bench/run --profile
 	jq linux-perf
 	python3-yaml
+	# make htmldocs: Documentation/ with Sphinx (a host test of make check)
+	python3-sphinx
 	# NIXL 1.4.0 for tools/nixl (tools/nixl/build-nixl-deps.sh builds it
 	# offline from ../shared/third_party); not libabsl-dev nor
 	# libtomlplusplus-dev, which are too old for it and would be found
