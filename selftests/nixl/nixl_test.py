@@ -24,8 +24,13 @@ import traceback
 
 import numpy as np
 
-import nixl  # noqa: F401  (sets up nixl._api)
-from nixl._api import nixl_agent, nixl_agent_config
+try:
+    import nixl  # noqa: F401  (sets up nixl._api)
+except ImportError as e:
+    sys.exit("nixl_test.py: NIXL's Python package: %s (PYTHONPATH=%s; build the plugin "
+             "with NIXL_SRC=<NIXL's sources> or NIXL_PYTHONPATH=..., tools/nixl/nixl.mk)"
+             % (e, os.environ.get("PYTHONPATH", "")))
+from nixl._api import nixl_agent, nixl_agent_config  # noqa: E402
 
 LAYERS = 4
 BLOCKS = 16
