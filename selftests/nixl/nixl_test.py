@@ -22,9 +22,14 @@ where the kernel has none (Debian's 6.1), the tests check that the
 registration is refused and why.  The driver's failures (missing, too
 old, no dma-buf export, host memory, no such RDMA device) are checked in
 child processes (--probe), whose log says why.
+
+Notifications: one naming an agent whose metadata is loaded is kept only
+if it came from that agent's node (a forger on a using the name of an
+agent on b is dropped and counted), as the backend's log says.
 """
 
 import argparse
+import base64
 import json
 import os
 import re
@@ -508,6 +513,86 @@ def t_send_notif():
     assert notifs_from(other) == [], "a notification came twice"
 
 
+def side_agent(name, params=None):
+    """Another agent of this process, with a KXFER backend of its own"""
+    a = nixl_agent(name, nixl_agent_config(enable_prog_thread=False, backends=[]))
+    a.create_backend("KXFER", params or {})
+    return a
+
+
+def put_md(name, a):
+    put("md-" + name, base64.b64encode(a.get_agent_metadata()).decode())
+
+
+def get_md(name):
+    return base64.b64decode(get("md-" + name))
+
+
+def t_forged_notif():
+    """A notification is kept as agent X's only if it came from the node
+    X's metadata names: an agent on a that calls itself py-x, the name of
+    an agent on b that py-b knows, is dropped and counted.  One naming an
+    agent py-b has no metadata of is kept (vLLM's prefill never loads its
+    decoders' metadata); with notif_unknown=drop (py-s) it is dropped too.
+    Genuine ones from py-a reach both."""
+    if not max_notify:
+        raise Skip()
+    if args.role == "a":
+        put_md("a", agent)
+        x, y = side_agent("py-x"), side_agent("py-y")
+        x.add_remote_agent(get_md("b"))
+        y.add_remote_agent(get_md("b"))
+        y.add_remote_agent(get_md("s"))
+        assert agent.add_remote_agent(get_md("s")) == b"py-s"
+        meet("forge-ready")
+        x.send_notif("py-b", b"forged")
+        y.send_notif("py-b", b"unknown")
+        y.send_notif("py-s", b"unknown")
+        agent.send_notif("py-s", b"genuine")
+        agent.send_notif("py-b", b"genuine")
+        meet("forge-sent")
+        hear("forged-notif")
+        return
+    x = side_agent("py-x")
+    s_ = side_agent("py-s", {"notif_unknown": "drop"})
+    put_md("b", agent)
+    put_md("s", s_)
+    # (NIXL 1.4.0's add_remote_agent gives the name as bytes)
+    assert agent.add_remote_agent(x.get_agent_metadata()) == b"py-x"
+    assert s_.add_remote_agent(get_md("a")) == b"py-a"
+    meet("forge-ready")
+    meet("forge-sent")
+    got_b, got_s = {}, {}
+
+    def collect():
+        deadline, quiet = time.monotonic() + 60, None
+        while time.monotonic() < (quiet or deadline):
+            for got, a in ((got_b, agent), (got_s, s_)):
+                for k, v in a.get_new_notifs().items():
+                    got.setdefault(k, []).extend(v)
+            if quiet is None and "py-y" in got_b and "py-a" in got_b and "py-a" in got_s:
+                quiet = time.monotonic() + 1
+            time.sleep(0.01)
+
+    _, exc, log = capture_stderr(collect)
+    note(log.strip())
+    ok = exc is None and got_b == {"py-y": [b"unknown"], "py-a": [b"genuine"]} and \
+        got_s == {"py-a": [b"genuine"]}
+    want = [
+        "agent py-b dropped a notification claiming to be from agent py-x: it came over "
+        "session 'a'",
+        "from node 'a', and the agent's metadata names node 'b' (1 dropped so far)",
+        "agent py-s dropped a notification claiming to be from agent py-y: no metadata of "
+        "agent py-y is loaded here (notif_unknown=drop) (1 dropped so far)",
+    ]
+    missing = [w for w in want if w not in log]
+    tell("forged-notif", ok and not missing)
+    assert exc is None, exc
+    assert got_b == {"py-y": [b"unknown"], "py-a": [b"genuine"]}, got_b
+    assert got_s == {"py-a": [b"genuine"]}, got_s
+    assert not missing, missing
+
+
 def t_release_in_flight():
     """A request released in flight is cancelled: its notification comes
     at most once, and only with all of its data; the next request works."""
@@ -633,6 +718,7 @@ TESTS = [
     ("vram_xfer", t_vram_xfer),
     ("vram_errors", t_vram_errors),
     ("send_notif", t_send_notif),
+    ("forged_notif", t_forged_notif),
     ("release_in_flight", t_release_in_flight),
     ("bad_descs", t_bad_descs),
     ("session_gone", t_session_gone),

@@ -312,6 +312,14 @@ nixlKxferEngine::nixlKxferEngine(const nixlBackendInitParams *init_params)
     gpu_ = std::make_unique<GpuDrivers>(GpuConfig{runtime,
                                                   param(p, "cuda_lib", "libcuda.so.1"),
                                                   param(p, "rocm_lib", "libhsa-runtime64.so.1")});
+    const std::string unknown = param(p, "notif_unknown", "accept");
+    if (unknown != "accept" && unknown != "drop") {
+        NIXL_ERROR << "KXFER: the backend parameter notif_unknown is accept or drop, not "
+                   << unknown;
+        initErr = true;
+        return;
+    }
+    notifUnknownDrop_ = unknown == "drop";
     rdmaDev_ = param(p, "rdma_dev", "");
     if (rdmaDev_.size() >= KXFER_DEV_NAME_MAX) {
         NIXL_ERROR << "KXFER: the backend parameter rdma_dev is longer than an RDMA device name";
@@ -1311,8 +1319,48 @@ nixlKxferEngine::completeLocked(const struct kxfer_event &ev) const {
     }
 }
 
+/*
+ * Whether a notification that names agent @agent and came over session
+ * @session (struct kxfer_event.peer) is that agent's: it came from the
+ * node the agent's metadata names, as the session's other end says
+ * (proven when the nodes share a key, claimed otherwise).  An agent
+ * whose metadata is not loaded cannot be checked: believed, unless
+ * notif_unknown is drop (vLLM's prefill never loads its decoders'
+ * metadata and frees blocks on their notifications).  Else @why says why
+ * not.
+ */
+bool
+nixlKxferEngine::notifFromLocked(const std::string &agent,
+                                 uint32_t session,
+                                 std::string &why) const {
+    const auto it = agents_.find(agent);
+    std::string err;
+
+    if (it == agents_.end()) {
+        why = "no metadata of agent " + agent + " is loaded here (notif_unknown=drop)";
+        return !notifUnknownDrop_;
+    }
+    const RemoteAgent &ra = *it->second;
+    const SessionInfo *si = sessions_.find(session, false, err);
+    if (si && si->remoteNode != ra.node) {
+        si = sessions_.find(session, true, err); /* reconnected elsewhere? */
+    }
+    if (!si) {
+        why = "the session it came over is unknown: " + err;
+        return false;
+    }
+    if (si->remoteNode == ra.node) {
+        return true;
+    }
+    why = "it came over session '" + si->name + "' (id " + std::to_string(session) +
+        ") from node '" + si->remoteNode + "', and the agent's metadata names node '" +
+        ra.node + "'";
+    return false;
+}
+
 /* A notification to the mailbox or to one of this agent's exports: the
- * sender's agent name, then NIXL's message. */
+ * sender's agent name, then NIXL's message; kept if it is that agent's
+ * (notifFromLocked()), else dropped and counted. */
 void
 nixlKxferEngine::notifyLocked(const struct kxfer_event &ev) const {
 #ifdef KXFER_FEAT_NOTIFY_MSG
@@ -1334,7 +1382,17 @@ nixlKxferEngine::notifyLocked(const struct kxfer_event &ev) const {
         return;
     }
     const size_t nlen = p[0] | p[1] << 8;
-    notifs_.emplace_back(std::string(reinterpret_cast<const char *>(p) + kNameLenBytes, nlen),
+    std::string agent(reinterpret_cast<const char *>(p) + kNameLenBytes, nlen), why;
+    if (!notifFromLocked(agent, ev.peer, why)) {
+        notifsDropped_++;
+        if (notifsDropped_ <= 100 || notifsDropped_ % 1000 == 0) {
+            NIXL_WARN << "KXFER: agent " << localAgent << " dropped a notification claiming "
+                      << "to be from agent " << agent << ": " << why << " ("
+                      << notifsDropped_ << " dropped so far)";
+        }
+        return;
+    }
+    notifs_.emplace_back(std::move(agent),
                          std::string(reinterpret_cast<const char *>(p) + kNameLenBytes + nlen,
                                      len - kNameLenBytes - nlen));
 #else

@@ -26,6 +26,7 @@
 
 #include "backend/backend_engine.h"
 #include "kxfer_gpu.h"
+#include "kxfer_sessions.h"
 
 /*
  * struct kxfer_notify_sub has a member named "export", a C++ keyword;
@@ -192,6 +193,13 @@ private:
     std::string rdmaDev_;
     std::unordered_map<std::string, std::string> nearDev_;
 
+    /* notifications: the sessions they come over, by id; those dropped
+     * as not from the agent they name; whether an agent whose metadata
+     * is not loaded is believed (notif_unknown) */
+    mutable SessionTable sessions_;
+    mutable uint64_t notifsDropped_ = 0;
+    bool notifUnknownDrop_ = false;
+
     /* the mailbox: one page, exported, subscribed to */
     void *mailboxMem_ = nullptr;
     size_t mailboxLen_ = 0;
@@ -263,6 +271,8 @@ private:
     completeLocked(const struct kxfer_event &ev) const;
     void
     notifyLocked(const struct kxfer_event &ev) const;
+    bool
+    notifFromLocked(const std::string &agent, uint32_t session, std::string &why) const;
     nixl_status_t
     statusLocked(const XferState &st) const;
     void

@@ -34,6 +34,10 @@ kxferOptions() {
         /* VRAM: the RDMA device its dma-buf is imported for; default the
          * one nearest the GPU in the PCIe tree */
         {"rdma_dev", ""},
+        /* a notification naming an agent whose metadata is not loaded:
+         * accept (it cannot be checked) or drop; one naming a known
+         * agent is kept only if it came from that agent's node */
+        {"notif_unknown", "accept"},
     };
 }
 
