@@ -11,6 +11,11 @@
 #
 #   build/nixl/nixl_test          the C++ API (selftests/nixl/nixl_test.cpp)
 #   selftests/nixl/nixl_test.py   the Python API (nixl_agent), VRAM too
+#   selftests/nixl/nixl_vllm.py   NIXL driven as vLLM's NixlConnector does:
+#                                 a prefill on a, a decode on b reading
+#                                 requests from it, 64 regions of VRAM
+#                                 where the kernel has udmabuf (6.12),
+#                                 else DRAM (6.1)
 #
 # with the GPU drivers' stand-in (selftests/nixl/gpu_standin.c,
 # build/nixl/standin) in LD_LIBRARY_PATH, as libcuda.so.1 and
@@ -83,7 +88,8 @@ t_completions() {
 	require_nixl
 	local log
 
-	for log in "$KXFER_OUT/logs/nixl_test.log" "$KXFER_OUT/logs/nixl_test.py.log"; do
+	for log in "$KXFER_OUT/logs/nixl_test.log" "$KXFER_OUT/logs/nixl_test.py.log" \
+		"$KXFER_OUT/logs/nixl_vllm.py.log"; do
 		[ -f "$log" ] || { echo "no $log"; return 1; }
 		if grep -E 'completion of unknown request|requests and [0-9]+ notifications in flight' "$log"; then
 			echo "in $log"
@@ -133,6 +139,12 @@ ktap_nixl cpp "$NIXL_OUT/nixl_test" --role "$KXFER_GUEST" --dir "$KXFER_SHARED/n
 	--peer-addr "$A"
 ktap_nixl py selftests/nixl/nixl_test.py --role "$KXFER_GUEST" --dir "$KXFER_SHARED/nixl-py" \
 	--peer-addr "$KXFER_PEER_ADDR" --session a --standin "$NIXL_OUT/standin"
+vllm_mem=DRAM
+[ -e /dev/udmabuf ] && vllm_mem=VRAM
+vllm_role=prefill
+on_a || vllm_role=decode
+ktap_nixl vllm selftests/nixl/nixl_vllm.py --role "$vllm_role" --dir "$KXFER_SHARED/nixl-vllm" \
+	--mem "$vllm_mem" --cuda-lib "$NIXL_OUT/standin/libcuda.so.1"
 ktest completions t_completions
 ktest cleanup t_cleanup
 exit 0
