@@ -92,9 +92,14 @@ def put(name, data=""):
 
 
 def get(name, timeout=120):
+    """name's contents, once the other guest made it; an error once the
+    other guest has ended without (it makes name before it ends: looked
+    for once more after its end is seen)"""
     deadline = time.monotonic() + timeout
     while not os.path.exists(path(name)):
         if os.path.exists(path("done." + args.other_role)) or time.monotonic() > deadline:
+            if os.path.exists(path(name)):
+                break
             raise AssertionError("nothing named %s from guest %s" % (name, args.other_role))
         time.sleep(0.02)
     with open(path(name)) as f:
