@@ -273,18 +273,20 @@ wait_explain() {
 # nixl_env: NIXL's libraries, its Python package and the KXFER plugin
 # (LD_LIBRARY_PATH, PYTHONPATH, NIXL_PLUGIN_DIR exported): the plugin
 # make nixl built into build/nixl (only KXFER in that folder, so that
-# nothing else loads) and the NIXL it was built against, a cache of
+# nothing else loads) and the NIXL it was built against, which that
+# build wrote to build/nixl/nixl-env (tools/nixl/nixl.mk): a cache of
 # tools/nixl/build-nixl-deps.sh (the host's /var/cache/kxfer, seen
-# read-only).  Status 1, and nothing exported, when either is missing.
+# read-only) or the NIXL_PREFIX it was given.  Status 1, and nothing
+# exported, when either is missing.
 nixl_env() {
-	local out=$KXFER_TOP/build/nixl prefix
+	local out=$KXFER_TOP/build/nixl
 
-	prefix=$(cat "$out/nixl-prefix" 2>/dev/null) || return 1
-	[ -f "${prefix%/prefix}/env" ] && [ -f "$out/libplugin_KXFER.so" ] || return 1
+	[ -f "$out/nixl-env" ] && [ -f "$out/libplugin_KXFER.so" ] || return 1
 	# shellcheck source=/dev/null
-	source "${prefix%/prefix}/env"
+	source "$out/nixl-env"
+	[ -n "${NIXL_LIBDIR:-}" ] || return 1
 	export LD_LIBRARY_PATH=$NIXL_LIBDIR
-	export PYTHONPATH=$NIXL_PYTHONPATH
+	export PYTHONPATH=${NIXL_PYTHONPATH:-}
 	export NIXL_PLUGIN_DIR=$out
 }
 

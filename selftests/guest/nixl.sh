@@ -10,7 +10,19 @@
 # sides.  Then both guests run
 #
 #   build/nixl/nixl_test          the C++ API (selftests/nixl/nixl_test.cpp)
-#   selftests/nixl/nixl_test.py   the Python API (nixl_agent)
+#   selftests/nixl/nixl_test.py   the Python API (nixl_agent), VRAM too
+#   selftests/nixl/nixl_vllm.py   NIXL driven as vLLM's NixlConnector does:
+#                                 a prefill on a, a decode on b reading
+#                                 requests from it, 64 regions of VRAM
+#                                 where the kernel has udmabuf (6.12),
+#                                 else DRAM (6.1)
+#
+# with the GPU drivers' stand-in (selftests/nixl/gpu_standin.c,
+# build/nixl/standin) in LD_LIBRARY_PATH, as libcuda.so.1 and
+# libhsa-runtime64.so.1: VRAM is "GPU memory" of that stand-in, whose
+# dma-bufs are udmabufs (6.12; 6.1 has no udmabuf, and the tests check
+# the refusal there).  The module is loaded with max_pools_per_fd=128:
+# an agent of an inference engine registers a buffer per layer or two.
 #
 # as TAP programs (one result per test, NAME:TEST), which meet in /shared;
 # and, last, every pool and export the plugin made is gone with the
@@ -38,7 +50,7 @@ require_nixl() {
 
 t_setup() {
 	require_nixl
-	kxfer_load node_name="$KXFER_GUEST"
+	kxfer_load node_name="$KXFER_GUEST" max_pools_per_fd=128
 	if on_a; then
 		kxferctl listen "$A" allow 10.99.0.0/24
 		barrier nixl-listening
@@ -76,7 +88,8 @@ t_completions() {
 	require_nixl
 	local log
 
-	for log in "$KXFER_OUT/logs/nixl_test.log" "$KXFER_OUT/logs/nixl_test.py.log"; do
+	for log in "$KXFER_OUT/logs/nixl_test.log" "$KXFER_OUT/logs/nixl_test.py.log" \
+		"$KXFER_OUT/logs/nixl_vllm.py.log"; do
 		[ -f "$log" ] || { echo "no $log"; return 1; }
 		if grep -E 'completion of unknown request|requests and [0-9]+ notifications in flight' "$log"; then
 			echo "in $log"
@@ -113,16 +126,25 @@ t_cleanup() {
 	rmmod kxfer
 }
 
-# NIXL and the plugin (common.sh), and the C++ test: else every test skips
-if ! nixl_env || [ ! -x "$NIXL_OUT/nixl_test" ]; then
+# NIXL and the plugin (common.sh), the C++ test and the stand-in: else
+# every test skips
+if ! nixl_env || [ ! -x "$NIXL_OUT/nixl_test" ] || [ ! -f "$NIXL_OUT/standin/libcuda.so.1" ]; then
 	unset NIXL_PLUGIN_DIR
+else
+	export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$NIXL_OUT/standin
 fi
 
 ktest setup t_setup
 ktap_nixl cpp "$NIXL_OUT/nixl_test" --role "$KXFER_GUEST" --dir "$KXFER_SHARED/nixl-cpp" \
 	--peer-addr "$A"
 ktap_nixl py selftests/nixl/nixl_test.py --role "$KXFER_GUEST" --dir "$KXFER_SHARED/nixl-py" \
-	--peer-addr "$KXFER_PEER_ADDR" --session a
+	--peer-addr "$KXFER_PEER_ADDR" --session a --standin "$NIXL_OUT/standin"
+vllm_mem=DRAM
+[ -e /dev/udmabuf ] && vllm_mem=VRAM
+vllm_role=prefill
+on_a || vllm_role=decode
+ktap_nixl vllm selftests/nixl/nixl_vllm.py --role "$vllm_role" --dir "$KXFER_SHARED/nixl-vllm" \
+	--mem "$vllm_mem" --cuda-lib "$NIXL_OUT/standin/libcuda.so.1"
 ktest completions t_completions
 ktest cleanup t_cleanup
 exit 0

@@ -94,6 +94,10 @@ getFile(const std::string &name, std::string &data, int timeout_s = 120) {
 
     while (!exists(dir + "/" + name)) {
         if (exists(dir + "/done." + other) || Clock::now() > deadline) {
+            /* the other makes NAME before it ends: once more */
+            if (exists(dir + "/" + name)) {
+                break;
+            }
             note("no " + name + " from guest " + other);
             return false;
         }
@@ -381,7 +385,7 @@ t_plugin() {
     CHECK_STATUS(agent->getAvailPlugins(plugins), NIXL_SUCCESS);
     CHECK(std::find(plugins.begin(), plugins.end(), "KXFER") != plugins.end());
     CHECK_STATUS(agent->getPluginParams("KXFER", mems, params), NIXL_SUCCESS);
-    CHECK(mems == nixl_mem_list_t{DRAM_SEG});
+    CHECK(mems == (nixl_mem_list_t{DRAM_SEG, VRAM_SEG}));
     CHECK(params.count("session") && params["session"] == "%n");
     params.clear();
     CHECK_STATUS(agent->createBackend("KXFER", params, backend), NIXL_SUCCESS);
@@ -410,10 +414,20 @@ t_register() {
     /* register, deregister, register again */
     CHECK_STATUS(agent->deregisterMem(d), NIXL_SUCCESS);
     CHECK_STATUS(agent->registerMem(d), NIXL_SUCCESS);
-    /* VRAM: no backend of this agent takes it */
+    /*
+     * Host memory is not VRAM: no GPU driver knows it (the backend says
+     * why; NIXL reports any backend's refusal as NIXL_ERR_BACKEND).  On
+     * an agent of its own: NIXL 1.4.0 keeps an empty VRAM section after
+     * a refused first registration, and peers refuse metadata with one.
+     */
+    nixlAgentConfig vcfg(true);
+    nixlAgent vagent(agentName + "-v", vcfg);
+    nixl_b_params_t vparams;
+    nixlBackendH *vbackend = nullptr;
+    CHECK_STATUS(vagent.createBackend("KXFER", vparams, vbackend), NIXL_SUCCESS);
     nixl_reg_dlist_t v(VRAM_SEG);
     v.addDesc(nixlBlobDesc(bufs[0]->addr(), 4096, 0));
-    CHECK_STATUS(agent->registerMem(v), NIXL_ERR_NOT_FOUND);
+    CHECK_STATUS(vagent.registerMem(v), NIXL_ERR_BACKEND);
     return PASS;
 }
 

@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -22,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/nixl_log.h"
+#include "kxfer_topo.h"
 
 namespace kxfer_nixl {
 
@@ -103,15 +107,26 @@ parseKv(const std::string &s) {
     return kv;
 }
 
+/*
+ * A backend parameter: as given, else from the environment
+ * (KXFER_NIXL_<KEY>, for engines that create backends without
+ * parameters, as vLLM does), else @def.
+ */
 std::string
 param(const nixl_b_params_t *params, const std::string &key, const std::string &def) {
+    std::string env = "KXFER_NIXL_";
+
     if (params) {
         const auto it = params->find(key);
-        if (it != params->end()) {
+        if (it != params->end() && !it->second.empty()) {
             return it->second;
         }
     }
-    return def;
+    for (char c : key) {
+        env += static_cast<char>(toupper(static_cast<unsigned char>(c)));
+    }
+    const char *v = getenv(env.c_str());
+    return v && *v ? v : def;
 }
 
 std::string
@@ -244,6 +259,15 @@ requestStatus(int err) {
     return NIXL_SUCCESS;
 }
 
+/* An address as 0x..., whatever the log stream's flags */
+std::string
+hexAddr(uintptr_t a) {
+    char buf[2 + 2 * sizeof(a) + 1];
+
+    snprintf(buf, sizeof(buf), "0x%jx", static_cast<uintmax_t>(a));
+    return buf;
+}
+
 std::string
 errStr(int err) {
     return std::string(strerror(-err)) + " (" + std::to_string(err) + ")";
@@ -276,6 +300,29 @@ nixlKxferEngine::nixlKxferEngine(const nixlBackendInitParams *init_params)
     }
     catch (const std::exception &) {
         NIXL_ERROR << "KXFER: lookup_timeout_ms is not a number of milliseconds";
+        initErr = true;
+        return;
+    }
+    const std::string runtime = param(p, "gpu", "auto");
+    if (runtime != "auto" && runtime != "cuda" && runtime != "rocm") {
+        NIXL_ERROR << "KXFER: the backend parameter gpu is auto, cuda or rocm, not " << runtime;
+        initErr = true;
+        return;
+    }
+    gpu_ = std::make_unique<GpuDrivers>(GpuConfig{runtime,
+                                                  param(p, "cuda_lib", "libcuda.so.1"),
+                                                  param(p, "rocm_lib", "libhsa-runtime64.so.1")});
+    const std::string unknown = param(p, "notif_unknown", "accept");
+    if (unknown != "accept" && unknown != "drop") {
+        NIXL_ERROR << "KXFER: the backend parameter notif_unknown is accept or drop, not "
+                   << unknown;
+        initErr = true;
+        return;
+    }
+    notifUnknownDrop_ = unknown == "drop";
+    rdmaDev_ = param(p, "rdma_dev", "");
+    if (rdmaDev_.size() >= KXFER_DEV_NAME_MAX) {
+        NIXL_ERROR << "KXFER: the backend parameter rdma_dev is longer than an RDMA device name";
         initErr = true;
         return;
     }
@@ -409,17 +456,128 @@ nixlKxferEngine::newName() const {
 /* Memory                                                                  */
 /* ---------------------------------------------------------------------- */
 
+/* A pool of the pages around a buffer of the process's memory. */
+nixl_status_t
+nixlKxferEngine::poolOfDramLocked(LocalMD &md) {
+    const uintptr_t page = sysconf(_SC_PAGESIZE);
+    int ret;
+
+    md.span = md.addr & ~(page - 1);
+    md.spanLen = ((md.addr + md.len + page - 1) & ~(page - 1)) - md.span;
+    ret = kxfer_pool_register(kx_, md.exportName.c_str(), reinterpret_cast<void *>(md.span),
+                              md.spanLen, &md.pool);
+    if (ret) {
+        NIXL_ERROR << "KXFER: cannot register " << md.len << " bytes at " << hexAddr(md.addr)
+                   << ": " << errStr(ret)
+                   << (ret == -ENOMEM ? " (RLIMIT_MEMLOCK?)" : "")
+                   << (ret == -EMFILE ? " (the module's max_pools_per_fd)" : "");
+        return ret == -EFAULT || ret == -EACCES ? NIXL_ERR_INVALID_PARAM : NIXL_ERR_BACKEND;
+    }
+    return NIXL_SUCCESS;
+}
+
+/*
+ * The RDMA device GPU memory is imported for: the backend parameter
+ * rdma_dev, else the one nearest the GPU in the PCIe tree; "" (the
+ * buffer's pages, which GPU memory has none of) when neither is known.
+ */
+std::string
+nixlKxferEngine::rdmaDeviceLocked(const GpuDmabuf &buf) {
+    std::string why;
+
+    if (!rdmaDev_.empty()) {
+        return rdmaDev_;
+    }
+    const auto it = nearDev_.find(buf.pci);
+    if (it != nearDev_.end()) {
+        return it->second;
+    }
+    std::string dev;
+    if (buf.pci.empty()) {
+        why = "the GPU's PCI address is unknown";
+    } else {
+        dev = nearestRdmaDevice("/sys", buf.pci, why);
+    }
+    if (dev.empty()) {
+        NIXL_WARN << "KXFER: no RDMA device for the memory of " << buf.what << ": " << why
+                  << "; importing it through its pages (the backend parameter rdma_dev "
+                  << "names a device)";
+    } else {
+        NIXL_INFO << "KXFER: the memory of " << buf.what << " is imported for " << dev
+                  << ", the nearest RDMA device: " << why;
+    }
+    nearDev_[buf.pci] = dev;
+    return dev;
+}
+
+/*
+ * A pool of GPU memory: the GPU driver exports the pages around the
+ * buffer as a dma-buf, which kxfer imports for the RDMA device nearest
+ * the GPU (ib_umem_dmabuf_get_pinned(): the NIC reaches the GPU's memory
+ * peer-to-peer), or through its pages when it has some (a udmabuf).
+ */
+nixl_status_t
+nixlKxferEngine::poolOfVramLocked(LocalMD &md) {
+    GpuDmabuf buf;
+    std::string err;
+    nixl_status_t status;
+    int ret;
+
+    if (!(limits_->features & KXFER_FEAT_DMABUF_POOLS)) {
+        NIXL_ERROR << "KXFER: the kxfer module cannot import dma-bufs "
+                      "(no KXFER_FEAT_DMABUF_POOLS): VRAM cannot be registered";
+        return NIXL_ERR_NOT_SUPPORTED;
+    }
+    status = gpu_->exportDmabuf(md.addr, md.len, buf, err);
+    if (status != NIXL_SUCCESS) {
+        NIXL_ERROR << "KXFER: cannot register " << md.len << " bytes of VRAM at "
+                   << hexAddr(md.addr) << ": " << err;
+        return status;
+    }
+    md.dev = rdmaDeviceLocked(buf);
+    ret = kxfer_pool_register_dmabuf(kx_, md.exportName.c_str(), buf.fd, buf.offset, buf.len,
+                                     md.dev.c_str(), &md.pool);
+    gpu_->close(buf); /* the pool holds the buffer */
+    if (ret) {
+        NIXL_ERROR << "KXFER: cannot register " << md.len << " bytes of VRAM of " << buf.what
+                   << " (a dma-buf of " << buf.len << " bytes) on "
+                   << (md.dev.empty() ? "every RDMA device" : "RDMA device " + md.dev) << ": "
+                   << errStr(ret)
+                   << (ret == -EOPNOTSUPP && md.dev.empty() ?
+                           " (GPU memory has no pages: an RDMA device that does DMA must "
+                           "import it; the backend parameter rdma_dev names one)" :
+                       ret == -EOPNOTSUPP ?
+                           " (the device cannot reach the GPU's memory peer-to-peer; the "
+                           "kernel log has kxfer's reason)" :
+                       ret == -ENODEV ? " (no RDMA device of that name: rdma_dev)" :
+                       ret == -EPERM  ? " (the administrator forbids pools of a process's "
+                                        "memory: user_pool_mem_max)" :
+                       ret == -EMFILE ? " (the module's max_pools_per_fd)" :
+                                        "");
+        return ret == -EOPNOTSUPP ? NIXL_ERR_NOT_SUPPORTED :
+            ret == -ENODEV        ? NIXL_ERR_INVALID_PARAM :
+            ret == -EPERM         ? NIXL_ERR_NOT_ALLOWED :
+                                    NIXL_ERR_BACKEND;
+    }
+    md.span = md.addr - buf.skew;
+    md.spanLen = buf.len;
+    NIXL_DEBUG << "KXFER: VRAM of " << buf.what << " at " << hexAddr(md.addr) << " is pool "
+               << md.exportName << " on "
+               << (md.dev.empty() ? "its pages" : md.dev);
+    return NIXL_SUCCESS;
+}
+
 nixl_status_t
 nixlKxferEngine::registerMem(const nixlBlobDesc &mem,
                              const nixl_mem_t &nixl_mem,
                              nixlBackendMD *&out) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const uintptr_t page = sysconf(_SC_PAGESIZE);
     struct kxfer_export_add e;
+    nixl_status_t status;
     int ret;
 
-    if (nixl_mem != DRAM_SEG) {
-        NIXL_ERROR << "KXFER: only DRAM_SEG memory can be registered";
+    if (nixl_mem != DRAM_SEG && nixl_mem != VRAM_SEG) {
+        NIXL_ERROR << "KXFER: only DRAM_SEG and VRAM_SEG memory can be registered";
         return NIXL_ERR_NOT_SUPPORTED;
     }
     if (!mem.len) {
@@ -430,18 +588,11 @@ nixlKxferEngine::registerMem(const nixlBlobDesc &mem,
     auto md = std::make_unique<LocalMD>();
     md->addr = mem.addr;
     md->len = mem.len;
-    md->span = mem.addr & ~(page - 1);
-    md->spanLen = ((mem.addr + mem.len + page - 1) & ~(page - 1)) - md->span;
+    md->vram = nixl_mem == VRAM_SEG;
     md->exportName = newName();
-
-    ret = kxfer_pool_register(kx_, md->exportName.c_str(), reinterpret_cast<void *>(md->span),
-                              md->spanLen, &md->pool);
-    if (ret) {
-        NIXL_ERROR << "KXFER: cannot register " << mem.len << " bytes at 0x" << std::hex
-                   << mem.addr << std::dec << ": " << errStr(ret)
-                   << (ret == -ENOMEM ? " (RLIMIT_MEMLOCK?)" : "")
-                   << (ret == -EMFILE ? " (the module's max_pools_per_fd)" : "");
-        return ret == -EFAULT || ret == -EACCES ? NIXL_ERR_INVALID_PARAM : NIXL_ERR_BACKEND;
+    status = md->vram ? poolOfVramLocked(*md) : poolOfDramLocked(*md);
+    if (status != NIXL_SUCCESS) {
+        return status;
     }
     /* exactly the buffer's bytes, for any session that reaches us */
     ret = kxfer_export_init(&e, md->exportName.c_str(), md->pool, md->addr - md->span, md->len,
@@ -458,7 +609,8 @@ nixlKxferEngine::registerMem(const nixlBlobDesc &mem,
         kxfer_pool_unregister(kx_, md->pool);
         return NIXL_ERR_BACKEND;
     }
-    NIXL_DEBUG << "KXFER: registered " << md->len << " bytes as export " << md->exportName;
+    NIXL_DEBUG << "KXFER: registered " << md->len << " bytes of " << (md->vram ? "VRAM" : "DRAM")
+               << " as export " << md->exportName;
     out = md.release();
     return NIXL_SUCCESS;
 }
@@ -638,7 +790,7 @@ nixlKxferEngine::loadRemoteMD(const nixlBlobDesc &input,
     const auto it = agents_.find(remote_agent);
     unsigned long long len;
 
-    if (nixl_mem != DRAM_SEG) {
+    if (nixl_mem != DRAM_SEG && nixl_mem != VRAM_SEG) {
         return NIXL_ERR_NOT_SUPPORTED;
     }
     if (it == agents_.end()) {
@@ -873,9 +1025,12 @@ nixlKxferEngine::prepXfer(const nixl_xfer_op_t &operation,
     if (operation != NIXL_READ && operation != NIXL_WRITE) {
         return NIXL_ERR_INVALID_PARAM;
     }
-    if (local.getType() != DRAM_SEG || remote.getType() != DRAM_SEG) {
-        NIXL_ERROR << "KXFER: only DRAM_SEG to DRAM_SEG transfers";
-        return NIXL_ERR_NOT_SUPPORTED;
+    /* host or GPU memory on either side: both are kxfer pools */
+    for (const nixl_mem_t t : {local.getType(), remote.getType()}) {
+        if (t != DRAM_SEG && t != VRAM_SEG) {
+            NIXL_ERROR << "KXFER: only transfers between DRAM_SEG and VRAM_SEG";
+            return NIXL_ERR_NOT_SUPPORTED;
+        }
     }
     if (local.descCount() != remote.descCount()) {
         NIXL_ERROR << "KXFER: " << local.descCount() << " local descriptors, "
@@ -1061,8 +1216,14 @@ nixlKxferEngine::submitLocked(XferState &st) const {
         if (st.status == NIXL_SUCCESS) {
             st.status = failureStatusLocked(ra, rest, ret);
         }
+        const LocalMD *lmd =
+            st.submitted < st.plans.size() ? st.plans[st.submitted].lmd : nullptr;
         NIXL_ERROR << "KXFER: job " << st.submitted << " of " << st.jobs.size()
-                   << " to agent " << ra.name << " refused: " << errStr(ret);
+                   << " to agent " << ra.name << " refused: " << errStr(ret)
+                   << (ret == -ENOMEM && lmd && !lmd->dev.empty() ?
+                           " (its VRAM was imported for RDMA device " + lmd->dev +
+                               ": is session '" + ra.session + "' on another device?)" :
+                           "");
         st.err = ret;
         st.jobs.resize(st.submitted); /* the rest is never sent */
         return st.status;
@@ -1158,8 +1319,48 @@ nixlKxferEngine::completeLocked(const struct kxfer_event &ev) const {
     }
 }
 
+/*
+ * Whether a notification that names agent @agent and came over session
+ * @session (struct kxfer_event.peer) is that agent's: it came from the
+ * node the agent's metadata names, as the session's other end says
+ * (proven when the nodes share a key, claimed otherwise).  An agent
+ * whose metadata is not loaded cannot be checked: believed, unless
+ * notif_unknown is drop (vLLM's prefill never loads its decoders'
+ * metadata and frees blocks on their notifications).  Else @why says why
+ * not.
+ */
+bool
+nixlKxferEngine::notifFromLocked(const std::string &agent,
+                                 uint32_t session,
+                                 std::string &why) const {
+    const auto it = agents_.find(agent);
+    std::string err;
+
+    if (it == agents_.end()) {
+        why = "no metadata of agent " + agent + " is loaded here (notif_unknown=drop)";
+        return !notifUnknownDrop_;
+    }
+    const RemoteAgent &ra = *it->second;
+    const SessionInfo *si = sessions_.find(session, false, err);
+    if (si && si->remoteNode != ra.node) {
+        si = sessions_.find(session, true, err); /* reconnected elsewhere? */
+    }
+    if (!si) {
+        why = "the session it came over is unknown: " + err;
+        return false;
+    }
+    if (si->remoteNode == ra.node) {
+        return true;
+    }
+    why = "it came over session '" + si->name + "' (id " + std::to_string(session) +
+        ") from node '" + si->remoteNode + "', and the agent's metadata names node '" +
+        ra.node + "'";
+    return false;
+}
+
 /* A notification to the mailbox or to one of this agent's exports: the
- * sender's agent name, then NIXL's message. */
+ * sender's agent name, then NIXL's message; kept if it is that agent's
+ * (notifFromLocked()), else dropped and counted. */
 void
 nixlKxferEngine::notifyLocked(const struct kxfer_event &ev) const {
 #ifdef KXFER_FEAT_NOTIFY_MSG
@@ -1181,7 +1382,17 @@ nixlKxferEngine::notifyLocked(const struct kxfer_event &ev) const {
         return;
     }
     const size_t nlen = p[0] | p[1] << 8;
-    notifs_.emplace_back(std::string(reinterpret_cast<const char *>(p) + kNameLenBytes, nlen),
+    std::string agent(reinterpret_cast<const char *>(p) + kNameLenBytes, nlen), why;
+    if (!notifFromLocked(agent, ev.peer, why)) {
+        notifsDropped_++;
+        if (notifsDropped_ <= 100 || notifsDropped_ % 1000 == 0) {
+            NIXL_WARN << "KXFER: agent " << localAgent << " dropped a notification claiming "
+                      << "to be from agent " << agent << ": " << why << " ("
+                      << notifsDropped_ << " dropped so far)";
+        }
+        return;
+    }
+    notifs_.emplace_back(std::move(agent),
                          std::string(reinterpret_cast<const char *>(p) + kNameLenBytes + nlen,
                                      len - kNameLenBytes - nlen));
 #else

@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "backend/backend_engine.h"
+#include "kxfer_gpu.h"
+#include "kxfer_sessions.h"
 
 /*
  * struct kxfer_notify_sub has a member named "export", a C++ keyword;
@@ -40,14 +42,19 @@ namespace kxfer_nixl {
 struct RemoteAgent;
 struct XferState;
 
-/* Memory this agent registered: a user pool and its export. */
+/*
+ * Memory this agent registered: a pool of its pages (DRAM) or of a
+ * dma-buf the GPU driver made of them (VRAM), and its export.
+ */
 class LocalMD : public nixlBackendMD {
 public:
     LocalMD() : nixlBackendMD(true) {}
 
     uint32_t pool = 0; /* kxfer pool handle */
-    uintptr_t span = 0; /* page-aligned start of the pool */
+    uintptr_t span = 0; /* the address of the pool's first byte */
     size_t spanLen = 0;
+    bool vram = false;
+    std::string dev; /* VRAM: the RDMA device it was imported for, or "" */
     uintptr_t addr = 0; /* the registered buffer, at span + offset */
     size_t len = 0;
     std::string exportName;
@@ -112,7 +119,7 @@ public:
 
     nixl_mem_list_t
     getSupportedMems() const override {
-        return {DRAM_SEG};
+        return {DRAM_SEG, VRAM_SEG};
     }
 
     nixl_status_t
@@ -180,6 +187,19 @@ private:
     std::string sessionTemplate_;
     std::chrono::milliseconds lookupTimeout_;
 
+    /* VRAM: the GPU runtimes, loaded on first use, and the RDMA device a
+     * GPU's memory is imported for (rdma_dev, else the nearest) */
+    std::unique_ptr<GpuDrivers> gpu_;
+    std::string rdmaDev_;
+    std::unordered_map<std::string, std::string> nearDev_;
+
+    /* notifications: the sessions they come over, by id; those dropped
+     * as not from the agent they name; whether an agent whose metadata
+     * is not loaded is believed (notif_unknown) */
+    mutable SessionTable sessions_;
+    mutable uint64_t notifsDropped_ = 0;
+    bool notifUnknownDrop_ = false;
+
     /* the mailbox: one page, exported, subscribed to */
     void *mailboxMem_ = nullptr;
     size_t mailboxLen_ = 0;
@@ -201,6 +221,12 @@ private:
     setupMailbox();
     std::string
     newName() const;
+    nixl_status_t
+    poolOfDramLocked(LocalMD &md);
+    nixl_status_t
+    poolOfVramLocked(LocalMD &md);
+    std::string
+    rdmaDeviceLocked(const GpuDmabuf &buf);
     std::string
     sessionName(const RemoteAgent &ra) const;
     std::string
@@ -245,6 +271,8 @@ private:
     completeLocked(const struct kxfer_event &ev) const;
     void
     notifyLocked(const struct kxfer_event &ev) const;
+    bool
+    notifFromLocked(const std::string &agent, uint32_t session, std::string &why) const;
     nixl_status_t
     statusLocked(const XferState &st) const;
     void
