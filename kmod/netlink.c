@@ -632,7 +632,13 @@ static int kxfer_nl_export_del_doit(struct sk_buff *skb,
 
 	if (IS_ERR(name))
 		return PTR_ERR(name);
-	return kxfer_export_delete(name, NULL, info->extack);
+	/*
+	 * Not waiting for the peers: the generic netlink lock is held, and a
+	 * peer that does not answer would hold every family for the drain's
+	 * bound.  The sessions finish the withdrawal.
+	 */
+	return kxfer_export_delete(name, NULL, KXFER_WITHDRAW_NOWAIT,
+				   info->extack);
 }
 
 static int kxfer_nl_export_get_doit(struct sk_buff *skb,

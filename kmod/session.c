@@ -142,6 +142,23 @@ MODULE_PARM_DESC(default_depth, "Send queue depth per QP (default 256)");
 #define KXFER_RECONNECT_MIN_MS	100
 /* A keepalive answer later than this many keepalive timeouts ends a session. */
 #define KXFER_KA_ANSWER_MAX	4
+
+/**
+ * kxfer_drain_timeout_ms - how long a peer may take to drain an export
+ *
+ * The peer answers a withdrawal once its jobs to the export completed: the
+ * data it had in flight (bounded by qp_inflight_mb per QP) is acknowledged,
+ * then the answer rides its QP 0 behind what it queued there.  A keepalive
+ * answer waits behind the same queue and may take KXFER_KA_ANSWER_MAX
+ * keepalive timeouts before the session ends; a drain gets one timeout
+ * more, for the request's own way there.
+ *
+ * Return: milliseconds (25000 with the default keepalive_timeout_ms).
+ */
+unsigned int kxfer_drain_timeout_ms(void)
+{
+	return (KXFER_KA_ANSWER_MAX + 1) * READ_ONCE(kxfer_keepalive_timeout_ms);
+}
 /* A connector failing again for the same reason says so this often. */
 #define KXFER_SAY_AGAIN_MS	30000
 
@@ -584,6 +601,7 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 	clear_bit(KXFER_SE_RX, &s->s_events);
 	clear_bit(KXFER_SE_TX, &s->s_events);
 	clear_bit(KXFER_SE_REGS, &s->s_events);
+	clear_bit(KXFER_SE_DRAIN, &s->s_events);
 	clear_bit(KXFER_SE_FAIL, &s->s_events);
 }
 
@@ -767,6 +785,8 @@ static void kxfer_session_ctrl_start(struct kxfer_session *s)
 	u64 now;
 
 	s->s_ctrl_up = true;
+	/* Handles and held jobs of the last connection are stale now. */
+	s->s_conn_gen++;
 	/* First of all: tell a newer acceptor what we speak too. */
 	if (s->s_role == KXFER_PEER_CONNECTOR && s->s_peer_features) {
 		struct kxfer_msg_hello h = {
@@ -856,13 +876,14 @@ static void kxfer_session_work(struct work_struct *work)
 	}
 	if (test_and_clear_bit(KXFER_SE_NOTIFY, &s->s_events))
 		kxfer_session_notify_flush(s);
+	if (test_and_clear_bit(KXFER_SE_DRAIN, &s->s_events))
+		kxfer_rexports_drained(s);
 	clear_bit(KXFER_SE_TX, &s->s_events);
 	kxfer_ctrl_flush(s);
 
 	if (s->s_state == KXFER_PEER_CONNECTING && s->s_sent_sync &&
 	    s->s_got_sync && !test_bit(KXFER_SE_FAIL, &s->s_events)) {
 		s->s_state = KXFER_PEER_UP;
-		s->s_conn_gen++;
 		s->s_up_ns = kxfer_now_ns() - s->s_start_ns;
 		s->s_backoff_ms = 0;
 		kxfer_info("peer %s: up, %u QP%s on %s, remote node %s\n",
@@ -972,6 +993,9 @@ static void kxfer_session_timer(struct work_struct *work)
 					   "keepalive answer overdue");
 			break;
 		}
+		/* A peer that does not drain what we withdraw: the only way. */
+		if (kxfer_regs_drain_overdue(s, now))
+			break;
 		if (kxfer_session_probe_due(s, now)) {
 			struct kxfer_msg_keepalive ka = {};
 
@@ -1020,6 +1044,7 @@ static struct kxfer_session *kxfer_session_alloc(const char *name,
 	INIT_LIST_HEAD(&s->s_txq);
 	INIT_LIST_HEAD(&s->s_regs);
 	INIT_LIST_HEAD(&s->s_rexports);
+	INIT_LIST_HEAD(&s->s_rx_draining);
 	INIT_LIST_HEAD(&s->s_notifyq);
 	kxfer_session_poll_init(s);
 	s->s_id = atomic_inc_return(&kxfer_session_ids);
@@ -1574,13 +1599,18 @@ void kxfer_sessions_exports_changed(void)
 
 /**
  * kxfer_sessions_export_removed - withdraw an export from every session
- * @exp: the export, already off kxfer_exports
+ * @exp: the export, already off kxfer_exports; the caller holds it
+ * @drain: let peers that speak KXFER_WIRE_F_DRAIN finish their jobs first
  *
- * Invalidates its memory regions (LOCAL_INV, waited for) and tells the
- * peers, before returning; a session that has it nowhere but withholds
- * exports counts them again.  May sleep.
+ * On a session whose peer drains (with @drain), the peer is told
+ * (EXPORT_WITHDRAW) and the registration stays, holding @exp and counted
+ * in its ke_drains, until the peer answers or the session ends
+ * (kxfer_reg_drain_start()).  On the others its memory regions are
+ * invalidated (LOCAL_INV, waited for) and the peer is told, before this
+ * returns.  A session that has it nowhere but withholds exports counts
+ * them again.  May sleep.
  */
-void kxfer_sessions_export_removed(struct kxfer_export *exp)
+void kxfer_sessions_export_removed(struct kxfer_export *exp, bool drain)
 {
 	struct kxfer_msg_export_del del = {};
 	struct kxfer_session *s;
@@ -1592,9 +1622,11 @@ void kxfer_sessions_export_removed(struct kxfer_export *exp)
 		mutex_lock(&s->s_mutex);
 		had = false;
 		list_for_each_entry(rg, &s->s_regs, rg_node) {
-			if (rg->rg_export != exp)
+			if (rg->rg_export != exp || rg->rg_draining)
 				continue;
 			had = true;
+			if (drain && kxfer_reg_drain_start(s, rg))
+				break;
 			list_del(&rg->rg_node);
 			kxfer_reg_invalidate(s, rg);
 			strscpy(del.md_name, exp->ke_name, sizeof(del.md_name));
@@ -1613,6 +1645,31 @@ void kxfer_sessions_export_removed(struct kxfer_export *exp)
 			set_bit(KXFER_SE_REGS, &s->s_events);
 			queue_work(kxfer_wq, &s->s_work);
 		}
+		mutex_unlock(&s->s_mutex);
+	}
+	mutex_unlock(&kxfer_sess_mutex);
+}
+
+/**
+ * kxfer_sessions_pool_revoked - invalidate what still drains of a pool
+ * @pool: a pool whose memory its exporter took back (upool.c)
+ *
+ * Exports of @pool withdrawn earlier may still wait for a peer's answer,
+ * their keys valid: they die now.  The registrations stay, without MRs,
+ * until the answers come or the sessions end, so that an answer is still
+ * one to a withdrawal this side asked for.  May sleep.
+ */
+void kxfer_sessions_pool_revoked(struct kxfer_pool *pool)
+{
+	struct kxfer_session *s;
+	struct kxfer_reg *rg;
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		mutex_lock(&s->s_mutex);
+		list_for_each_entry(rg, &s->s_regs, rg_node)
+			if (rg->rg_draining && rg->rg_pool == pool)
+				kxfer_reg_invalidate(s, rg);
 		mutex_unlock(&s->s_mutex);
 	}
 	mutex_unlock(&kxfer_sess_mutex);
