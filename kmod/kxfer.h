@@ -751,6 +751,7 @@ struct kxfer_session {
 	u64			s_ka_last_ns;	/* last probe sent */
 	u64			s_ka_rtt_ns;
 	u64			s_ka_rtt_max_ns;	/* longest, session's life */
+	u64			s_ka_rtt_recent_ns;	/* decaying max, per answer */
 
 	struct list_head	s_regs;
 	unsigned int		s_exports_withheld;	/* too many MRs */
@@ -822,7 +823,7 @@ unsigned int kxfer_drain_timeout_ms(void);
 struct kxfer_listener;
 int kxfer_session_accept(struct rdma_cm_id *id,
 			 const struct kxfer_wire_conn *conn, u32 remote_qpn,
-			 const struct kxfer_listener *l);
+			 struct kxfer_listener *l);
 void kxfer_sessions_supersede_late(struct kxfer_session *new);
 void kxfer_sessions_stop_all(void);
 void kxfer_cm_id_reap(struct rdma_cm_id *id);
@@ -889,6 +890,7 @@ struct kxfer_listener {
 	enum kxfer_listen_state	l_state;
 	atomic_t		l_accepted;
 	atomic_t		l_rejected;
+	atomic_t		l_evicted;	/* half-open sessions, for keyed nodes */
 	spinlock_t		l_log_lock;	/* the two below */
 	struct sockaddr_storage	l_last_refused;	/* for logging once */
 	int			l_last_reason;
@@ -957,6 +959,7 @@ void kxfer_keys_destroy_all(void);
 
 bool kxfer_auth_listener_refuses(const struct kxfer_listener *l,
 				 const u8 *node);
+bool kxfer_auth_node_keyed(const char *node);
 void kxfer_auth_accept_init(struct kxfer_session *s,
 			    const struct kxfer_listener *l);
 unsigned int kxfer_auth_accept_fill(const struct kxfer_session *s,
@@ -976,6 +979,7 @@ const char *kxfer_auth_expired(struct kxfer_session *s, u64 now);
 u64 kxfer_auth_time_left(const struct kxfer_session *s, u64 now);
 struct kxfer_auth_counts *kxfer_auth_counts_alloc(void);
 void kxfer_auth_counts_put(struct kxfer_auth_counts *c);
+void kxfer_auth_session_down(struct kxfer_session *s);
 void kxfer_auth_reset(struct kxfer_session *s);
 void kxfer_auth_release(struct kxfer_session *s);
 
@@ -1100,6 +1104,7 @@ void kxfer_qps_data_stop(struct kxfer_session *s);
 void kxfer_qps_data_fail(struct kxfer_session *s);
 void kxfer_qps_cut_rexport(struct kxfer_session *s,
 			   const struct kxfer_rexport *rx);
+u64 kxfer_session_ka_timeout_ns(const struct kxfer_session *s);
 void kxfer_session_get(struct kxfer_session *s);
 void kxfer_session_put(struct kxfer_session *s);
 struct kxfer_session *kxfer_session_find(const char *name);
