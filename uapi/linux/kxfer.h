@@ -923,6 +923,11 @@ enum {
 	 * gives a connecting session
 	 */
 	KXFER_A_LISTEN_POLL,
+	/*
+	 * u32, half-open sessions ended to make room for a node whose name
+	 * has a key (max_half_open)
+	 */
+	KXFER_A_LISTEN_EVICTED,
 
 	__KXFER_A_LISTEN_MAX,
 	KXFER_A_LISTEN_MAX = __KXFER_A_LISTEN_MAX - 1
@@ -1000,6 +1005,19 @@ enum {
 	 * (KXFER_WIRE_MAX_MRS; the kernel log names them); 0 while down
 	 */
 	KXFER_A_PEER_EXPORTS_WITHHELD,
+	/*
+	 * u32: how long the session may go without a sign of life, in ms:
+	 * keepalive_timeout_ms, or more while the probes' recent round trips
+	 * say the peer's queue is deep (Documentation/wire-protocol.rst)
+	 */
+	KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS,
+	/* u32: peer and remote handles of /dev/kxfer files on the session */
+	KXFER_A_PEER_HANDLES,
+	/*
+	 * u32: exports withdrawn from the peer whose answer is awaited: it
+	 * finishes the jobs it posted to them first (KXFER_WIRE_F_DRAIN)
+	 */
+	KXFER_A_PEER_DRAINING,
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
