@@ -782,6 +782,10 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 			s->s_ka_rtt_ns = ktime_get_ns() - s->s_ka_sent_ns;
 			s->s_ka_rtt_max_ns = max(s->s_ka_rtt_max_ns,
 						 s->s_ka_rtt_ns);
+			/* Decays an eighth per answer: a queue that drained. */
+			s->s_ka_rtt_recent_ns =
+				max(s->s_ka_rtt_ns, s->s_ka_rtt_recent_ns -
+				    (s->s_ka_rtt_recent_ns >> 3));
 			s->s_ka_sent_ns = 0;
 		}
 		return 0;
