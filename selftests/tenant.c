@@ -28,6 +28,13 @@
  *   tenant notify PEER EXPORT COUNT
  *	As soon as PEER advertises EXPORT (looked up every millisecond),
  *	sends COUNT notifications alone to it, values 1..COUNT.
+ *   tenant handles -g GOFILE PEER EXPORT POOL
+ *	Handles that end: looks PEER and EXPORT up and writes through them,
+ *	prints "ready", waits for GOFILE (the session reconnected meanwhile),
+ *	then the remote handle must be stale (ESTALE), a new one must work,
+ *	and KXFER_IOC_RELEASE must give each handle back once, refuse what
+ *	it does not know with its errno, and leave released handles unusable
+ *	(ENOENT).  Prints one line per check.
  *
  * Exit status: 0 success, 1 failure (reason on stderr), 2 usage.
  */
@@ -42,6 +49,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 
 #include "kxfer.h"
 
@@ -490,6 +498,113 @@ static int cmd_stream(int argc, char **argv)
 }
 
 /* ---------------------------------------------------------------------- */
+/* handles                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* One 4 KiB WRITE through the handles: its SUBMIT refusal or status. */
+static int one_write(struct kxfer *kx, uint32_t pool, uint32_t peer,
+		     uint32_t remote)
+{
+	struct kxfer_segment seg = { .local_off = 0, .remote_off = 0,
+				     .len = 4096 };
+	struct kxfer_event ev;
+	struct kxfer_job job;
+	unsigned int acc;
+	int ret;
+
+	kxfer_job_init(&job, KXFER_OP_WRITE, pool, peer, remote, &seg, 1, 7);
+	ret = kxfer_submit(kx, &job, 1, &acc);
+	if (ret)
+		return ret;
+	ret = kxfer_reap(kx, &ev, 1, 1, slow(30000000000LL), 0);
+	if (ret != 1)
+		die("no completion: %s", errname(ret < 0 ? ret : -ETIMEDOUT));
+	return ev.status;
+}
+
+static void expect(const char *what, int got, int want)
+{
+	printf("%s: %s\n", what, errname(got));
+	if (got != -want)
+		die("%s: %s, expected %s", what, errname(got), errname(want));
+}
+
+/* KXFER_IOC_RELEASE as it is, with fields libkxfer never sets. */
+static int release_raw(struct kxfer *kx, uint32_t kind, uint32_t handle,
+		       uint32_t flags, uint32_t reserved)
+{
+	struct kxfer_release r = { kind, handle, flags, reserved };
+
+	return ioctl(kxfer_fd(kx), KXFER_IOC_RELEASE, &r) ? -errno : 0;
+}
+
+static int cmd_handles(int argc, char **argv)
+{
+	struct kxfer_remote_lookup rx, rx2;
+	struct kxfer_pool_map map;
+	uint32_t peer, state;
+	const char *go = NULL;
+	struct kxfer *kx;
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "g:")) != -1) {
+		if (opt != 'g')
+			usage("handles: unknown option");
+		go = optarg;
+	}
+	if (argc - optind != 3 || !go)
+		usage("handles: -g GOFILE PEER EXPORT POOL expected");
+	ret = kxfer_open(&kx);
+	if (!ret)
+		ret = kxfer_pool_attach(kx, argv[optind + 2], &map);
+	if (!ret)
+		ret = kxfer_peer_lookup(kx, argv[optind], &peer, &state);
+	if (!ret)
+		ret = kxfer_remote_lookup(kx, peer, argv[optind + 1], &rx);
+	if (ret)
+		die("lookups: %s", errname(ret));
+	expect("write before", one_write(kx, map.handle, peer, rx.handle), 0);
+	printf("ready\n");
+	fflush(stdout);
+	while (access(go, F_OK))
+		sleep_ms(10);
+
+	/* Looked up on the last connection: other keys now. */
+	expect("write after the reconnect",
+	       one_write(kx, map.handle, peer, rx.handle), ESTALE);
+	ret = kxfer_remote_lookup(kx, peer, argv[optind + 1], &rx2);
+	if (ret)
+		die("lookup again: %s", errname(ret));
+	expect("write, looked up again",
+	       one_write(kx, map.handle, peer, rx2.handle), 0);
+
+	expect("release kind 0", release_raw(kx, 0, rx.handle, 0, 0), EINVAL);
+	expect("release kind 3", release_raw(kx, 3, rx.handle, 0, 0), EINVAL);
+	expect("release with flags",
+	       release_raw(kx, KXFER_HANDLE_REMOTE, rx.handle, 1, 0), EINVAL);
+	expect("release with reserved",
+	       release_raw(kx, KXFER_HANDLE_REMOTE, rx.handle, 0, 1), EINVAL);
+	expect("release handle 0",
+	       release_raw(kx, KXFER_HANDLE_REMOTE, 0, 0, 0), ENOENT);
+	expect("release a peer handle as remote",
+	       kxfer_remote_release(kx, 4096 + 1), ENOENT);
+	expect("release stale remote", kxfer_remote_release(kx, rx.handle), 0);
+	expect("release it again", kxfer_remote_release(kx, rx.handle), ENOENT);
+	expect("release remote", kxfer_remote_release(kx, rx2.handle), 0);
+	expect("write on the released remote",
+	       one_write(kx, map.handle, peer, rx2.handle), ENOENT);
+	ret = kxfer_remote_lookup(kx, peer, argv[optind + 1], &rx);
+	if (ret)
+		die("lookup for the peer's release: %s", errname(ret));
+	expect("release peer", kxfer_peer_release(kx, peer), 0);
+	expect("release it again", kxfer_peer_release(kx, peer), ENOENT);
+	expect("write on the released peer",
+	       one_write(kx, map.handle, peer, rx.handle), ENOENT);
+	kxfer_close(kx);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
 /* notify                                                                  */
 /* ---------------------------------------------------------------------- */
 
@@ -556,5 +671,7 @@ int main(int argc, char **argv)
 		return cmd_stream(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "notify"))
 		return cmd_notify(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "handles"))
+		return cmd_handles(argc - 1, argv + 1);
 	usage("unknown command");
 }

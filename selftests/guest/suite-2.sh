@@ -1074,6 +1074,14 @@ t_device_delete() {
 	echo >/sys/kernel/tracing/trace
 	echo 1 >/sys/kernel/tracing/events/kxfer/wr_error/enable
 	defer sh -c 'echo 0 >/sys/kernel/tracing/events/kxfer/wr_error/enable'
+	# A service that keeps its handles across the removal (tenant.c).
+	local h0 hp
+	h0=$(peer_json pa | jq '.[0].handles')
+	rm -f /tmp/dd-go
+	tenant handles -g /tmp/dd-go pa kvw local >/tmp/dd-handles 2>&1 &
+	hp=$!
+	busywait 10000 grep -q '^ready' /tmp/dd-handles
+	[ "$(peer_json pa | jq '.[0].handles')" = $((h0 + 2)) ]
 	xfer random pa4 kvr local -s 50 -n 1000000 -m 16 -l 64K -b 64 -q \
 		>/tmp/dd-stream 2>&1 &
 	local stream=$! rc=0 t0
@@ -1107,6 +1115,11 @@ t_device_delete() {
 	busywait 30000 peer_state pa up
 	busywait 30000 peer_state pa4 up
 	has_rexport pa kvw
+	# Its remote handle is stale now (ESTALE), not bound to the new keys.
+	touch /tmp/dd-go
+	wait "$hp" || { cat /tmp/dd-handles; exit 1; }
+	cat /tmp/dd-handles
+	busywait 5000 sh -c "[ \"\$(kxferctl -j peer show pa | jq '.[0].handles')\" = $h0 ]"
 	barrier dd-done
 }
 
@@ -1196,6 +1209,7 @@ ktest2 tenant_nowait t_tenant_nowait
 ktest2 tenant_kill_poll t_tenant_kill_poll
 ktest2 tenant_del_poll t_tenant_del_poll
 ktest2 tenant_subscribe t_tenant_subscribe
+ktest2 tenant_old_peer t_tenant_old_peer
 ktest2 export_add_del_live t_export_add_del_live
 ktest2 export_small_mrs t_export_small_mrs
 ktest2 not_allowed t_not_allowed

@@ -140,3 +140,39 @@ t_tenant_subscribe() {
 	barrier tn-sub-done
 	return $rc
 }
+
+# A peer of the old protocol (wire_features without the drain, as a kxfer
+# before it) keeps today's behaviour: the withdrawal does not wait for it,
+# its keys die at once, and it learns of the withdrawal from EXPORT_DEL.
+t_tenant_old_peer() {
+	local rc=0 p=/sys/module/kxfer/parameters
+
+	if on_a; then
+		rm -f /tmp/tn-go
+		tenant own -a del -g /tmp/tn-go tno 64K >/tmp/tn-old 2>&1 &
+		local pid=$!
+		busywait 10000 grep -q '^ready' /tmp/tn-old
+		barrier tn-old-ready
+		barrier tn-old-seen
+		touch /tmp/tn-go
+		wait "$pid" || rc=1
+		cat /tmp/tn-old
+		grep -q '^del: 0 in ' /tmp/tn-old || rc=1
+		# Nothing was left to drain for the old peer.
+		[ "$(kxferctl -j peer show | jq '[.[] | .draining] | add')" = 0 ] || rc=1
+		barrier tn-old-done
+		return $rc
+	fi
+	echo 3 >$p/wire_features
+	kxferctl peer add ptold "$A" qps 2
+	echo 7 >$p/wire_features
+	defer kxferctl peer del ptold
+	busywait 20000 peer_state ptold up
+	barrier tn-old-ready
+	busywait 20000 has_rexport ptold tno || rc=1
+	barrier tn-old-seen
+	# EXPORT_DEL, after the keys died: b forgets it.
+	busywait 20000 check_fail has_rexport ptold tno || rc=1
+	barrier tn-old-done
+	return $rc
+}
