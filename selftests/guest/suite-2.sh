@@ -877,7 +877,9 @@ t_trace() {
 t_write_64m() {
 	if on_a; then
 		kxferctl pool add big size 64M mode 0666
+		defer sh -c 'kxferctl pool del big 2>/dev/null || :'
 		kxferctl export add bigx pool big access write
+		defer sh -c 'kxferctl export del bigx 2>/dev/null || :'
 		barrier w64-ready
 		barrier w64-done
 		kxferctl -j peer show b | jq -c '.[] | {id, state, reconnects,
@@ -1210,6 +1212,7 @@ ktest2 tenant_kill_poll t_tenant_kill_poll
 ktest2 tenant_del_poll t_tenant_del_poll
 ktest2 tenant_subscribe t_tenant_subscribe
 ktest2 tenant_old_peer t_tenant_old_peer
+ktest2 tenant_teardown t_tenant_teardown
 ktest2 export_add_del_live t_export_add_del_live
 ktest2 export_small_mrs t_export_small_mrs
 ktest2 not_allowed t_not_allowed

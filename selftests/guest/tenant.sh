@@ -176,3 +176,16 @@ t_tenant_old_peer() {
 	barrier tn-old-done
 	return $rc
 }
+
+# The tenant tests' sessions go: the tests after them count b's.
+t_tenant_teardown() {
+	if on_a; then
+		barrier tn-gone
+		busywait 20000 sh -c '[ "$(kxferctl -j peer show | jq "[.[] | select(.role == \"acceptor\")] | length")" = 2 ]' ||
+			{ kxferctl -j peer show; return 1; }
+		return 0
+	fi
+	kxferctl peer del ptn
+	kxferctl peer del ptnp
+	barrier tn-gone
+}
