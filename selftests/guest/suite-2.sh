@@ -881,7 +881,8 @@ t_write_64m() {
 		kxferctl export add bigx pool big access write
 		defer sh -c 'kxferctl export del bigx 2>/dev/null || :'
 		barrier w64-ready
-		barrier w64-done
+		# two 64 MiB writes: 47 s beside three other guest pairs
+		barrier w64-done 300
 		kxferctl -j peer show b | jq -c '.[] | {id, state, reconnects,
 			keepalive_rtt_max_ns, keepalive_timeout_ms}'
 		xfer check big 0 64M seed:64
