@@ -333,6 +333,28 @@ bool kxfer_auth_listener_refuses(const struct kxfer_listener *l,
 }
 
 /**
+ * kxfer_auth_node_keyed - will a node of this name have to prove a key?
+ * @node: the name a connector claims
+ *
+ * A key bound to the name (key add ... peer NODE) makes every listener
+ * authenticate the node with it: a connector claiming the name proves the
+ * key, or its session fails.  May sleep (kxfer_key_mutex).
+ *
+ * Return: true if such a key is here and this node authenticates.
+ */
+bool kxfer_auth_node_keyed(const char *node)
+{
+	bool keyed;
+
+	if (!(READ_ONCE(kxfer_wire_features) & KXFER_WIRE_F_AUTH))
+		return false;
+	mutex_lock(&kxfer_key_mutex);
+	keyed = kxfer_key_of_peer(node);
+	mutex_unlock(&kxfer_key_mutex);
+	return keyed;
+}
+
+/**
  * kxfer_auth_accept_init - what a new accepting session will authenticate
  * @s: the session, not yet listed; s_remote_node is set
  * @l: the listener that accepted it
@@ -777,6 +799,8 @@ int kxfer_auth_gate(struct kxfer_session *s, unsigned int type,
 			return 0;
 		if (auth) {
 			*why = "unexpected authentication message";
+			/* Out of turn: a failed handshake as much as any. */
+			kxfer_auth_count_failure(s, *why);
 			return -EPROTO;
 		}
 		if (!kxfer_auth_any_time(type))
@@ -935,6 +959,26 @@ static int kxfer_auth_failed(struct kxfer_session *s,
 	s->s_auth.sa_why = why;
 	kxfer_session_fail(s, -EACCES, why);
 	return 0;
+}
+
+/**
+ * kxfer_auth_session_down - a session fails: its handshake with it
+ * @s: the session, failing (s_last_error says why), before its teardown
+ *
+ * A handshake still under way when the session ends failed, whatever
+ * ended it: a message out of turn or before the handshake ended (the
+ * gate's refusal), one that does not parse, the peer going away.  Those
+ * the handshake refused itself, or that timed out, were counted when they
+ * were decided.  Caller holds s_mutex.
+ */
+void kxfer_auth_session_down(struct kxfer_session *s)
+{
+	enum kxfer_auth_state st = s->s_auth.sa_state;
+
+	if (st != KXFER_AUTH_S_WAIT_HELLO && st != KXFER_AUTH_S_WAIT_REPLY)
+		return;
+	kxfer_auth_count_failure(s, s->s_last_error);
+	kxfer_auth_set_state(s, KXFER_AUTH_S_REFUSED);
 }
 
 /**

@@ -95,16 +95,19 @@ static int kxfer_open(struct inode *inode, struct file *filp)
  * ending it withdraws the exports and ends the pool too.
  */
 static void kxfer_pool_end_attachment(struct kxfer_file *kf,
-				      struct kxfer_pool *pool)
+				      struct kxfer_pool *pool,
+				      enum kxfer_withdraw_how how)
 {
 	if (pool->kp_file == kf)
-		kxfer_pool_disown(pool);
+		kxfer_pool_disown(pool, how);
 	kxfer_pool_unuse(pool);
 }
 
 /*
  * Jobs in flight keep the context (and their pools and sessions) until
- * they complete; their events are then dropped with it.
+ * they complete; their events are then dropped with it.  A close, and the
+ * exit of a process that dies, never waits for peers to drain the pools'
+ * exports: the sessions finish that, holding the memory meanwhile.
  */
 static int kxfer_release(struct inode *inode, struct file *filp)
 {
@@ -114,7 +117,7 @@ static int kxfer_release(struct inode *inode, struct file *filp)
 
 	xa_for_each(&kf->kf_pools, handle, pool) {
 		xa_erase(&kf->kf_pools, handle);
-		kxfer_pool_end_attachment(kf, pool);
+		kxfer_pool_end_attachment(kf, pool, KXFER_WITHDRAW_NOWAIT);
 	}
 	kxfer_file_drop_handles(kf);
 	kxfer_file_drop_subs(kf);
@@ -137,7 +140,8 @@ static long kxfer_ioc_query(struct kxfer_file *kf, void __user *uarg)
 	q.features = KXFER_FEAT_POOLS | KXFER_FEAT_JOBS | KXFER_FEAT_NOTIFY |
 		     KXFER_FEAT_USER_POOLS | KXFER_FEAT_DMABUF_POOLS |
 		     KXFER_FEAT_NOTIFY_MSG | KXFER_FEAT_CANCEL |
-		     KXFER_FEAT_RING;
+		     KXFER_FEAT_RING | KXFER_FEAT_DRAIN |
+		     KXFER_FEAT_EXPORT_SUBSCRIBE | KXFER_FEAT_RELEASE;
 	q.max_notify_len = KXFER_NOTIFY_MSG_MAX;
 	q.max_pools_per_fd = kxfer_max_pools_per_fd;
 	q.max_segments = kxfer_max_segments;
@@ -200,7 +204,7 @@ static long kxfer_ioc_pool_detach(struct kxfer_file *kf, void __user *uarg)
 
 	if (copy_from_user(&d, uarg, sizeof(d)))
 		return -EFAULT;
-	if (d.flags || d.reserved)
+	if ((d.flags & ~KXFER_POOL_DETACH_NOWAIT) || d.reserved)
 		return -EINVAL;
 	if (!d.handle)
 		return -ENOENT;
@@ -219,7 +223,9 @@ static long kxfer_ioc_pool_detach(struct kxfer_file *kf, void __user *uarg)
 		return -ENOENT;
 	/* Completed jobs drop their holds first: see post.c. */
 	kxfer_file_jobs_settle(kf);
-	kxfer_pool_end_attachment(kf, pool);
+	kxfer_pool_end_attachment(kf, pool,
+				  d.flags & KXFER_POOL_DETACH_NOWAIT ?
+				  KXFER_WITHDRAW_NOWAIT : KXFER_WITHDRAW_WAIT);
 	return 0;
 }
 
@@ -263,6 +269,8 @@ static long kxfer_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		return kxfer_ioc_ring_setup(kf, uarg);
 	case KXFER_IOC_RING_MSG:
 		return kxfer_ioc_ring_msg(kf, uarg);
+	case KXFER_IOC_RELEASE:
+		return kxfer_ioc_release(kf, uarg);
 	default:
 		return -ENOTTY;
 	}

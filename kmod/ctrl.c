@@ -397,6 +397,99 @@ void kxfer_ctrl_flush(struct kxfer_session *s)
 	}
 }
 
+static void kxfer_rexport_free(struct kxfer_session *s,
+			       struct kxfer_rexport *rx)
+{
+	s->s_rexport_mrs -= rx->rx_nmrs;
+	kvfree(rx->rx_mrs);
+	kfree(rx);
+}
+
+/* Tell the exporter that nothing of ours to an export is left in flight. */
+static void kxfer_rexport_answer(struct kxfer_session *s, const u8 *name,
+				 u64 gen)
+{
+	struct kxfer_msg_export_del m = {};
+
+	memcpy(m.md_name, name, sizeof(m.md_name));
+	m.md_gen = cpu_to_le64(gen);
+	kxfer_ctrl_send(s, KXFER_MSG_EXPORT_WITHDRAWN, m.md_name,
+			sizeof(m) - sizeof(m.md_hdr));
+}
+
+/*
+ * An export the peer withdrew (@answer: EXPORT_WITHDRAW, which it waits
+ * on), deleted (EXPORT_DEL) or replaced: lookups no longer find it, what
+ * was not posted of the jobs to it ends with -ESTALE, and it goes when its
+ * last job started on it has ended (kxfer_rexport_job_end()), with the
+ * answer if one is due.  Caller holds s_mutex.
+ */
+static void kxfer_rexport_retire(struct kxfer_session *s,
+				 struct kxfer_rexport *rx, bool answer)
+{
+	rx->rx_answer = answer;
+	list_move_tail(&rx->rx_node, &s->s_rx_draining);
+	kxfer_qps_cut_rexport(s, rx);
+	if (atomic_dec_and_test(&rx->rx_jobs))
+		kxfer_rexports_drained(s);
+}
+
+/**
+ * kxfer_rexport_job_end - a job started on a remote export ended
+ * @s: the session the job held
+ * @rx: the export, which the job counted in rx_jobs
+ *
+ * The last job of a withdrawn export has the session's work answer the
+ * exporter and free it.  Any context.
+ */
+void kxfer_rexport_job_end(struct kxfer_session *s, struct kxfer_rexport *rx)
+{
+	if (atomic_dec_and_test(&rx->rx_jobs)) {
+		set_bit(KXFER_SE_DRAIN, &s->s_events);
+		queue_work(kxfer_wq, &s->s_work);
+	}
+}
+
+/**
+ * kxfer_rexports_drained - answer and free withdrawn exports without jobs
+ * @s: the session
+ *
+ * Caller holds s_mutex.
+ */
+void kxfer_rexports_drained(struct kxfer_session *s)
+{
+	struct kxfer_rexport *rx, *tmp;
+
+	list_for_each_entry_safe(rx, tmp, &s->s_rx_draining, rx_node) {
+		if (atomic_read(&rx->rx_jobs))
+			continue;
+		list_del(&rx->rx_node);
+		if (rx->rx_answer && s->s_ctrl_up)
+			kxfer_rexport_answer(s, rx->rx_name, rx->rx_gen);
+		kxfer_rexport_free(s, rx);
+	}
+}
+
+/*
+ * EXPORT_WITHDRAW: the exporter waits for our answer before its keys go.
+ * An export we do not hold (nothing can be in flight to it) is answered
+ * at once.  Caller holds s_mutex.
+ */
+static void kxfer_rexport_withdraw(struct kxfer_session *s,
+				   const struct kxfer_msg_export_del *m)
+{
+	u64 gen = le64_to_cpu(m->md_gen);
+	struct kxfer_rexport *rx;
+
+	list_for_each_entry(rx, &s->s_rexports, rx_node)
+		if (!strcmp(rx->rx_name, (const char *)m->md_name) &&
+		    rx->rx_gen == gen) {
+			kxfer_rexport_retire(s, rx, true);
+			return;
+		}
+	kxfer_rexport_answer(s, m->md_name, gen);
+}
+
 /* Apply (part of) an export advertisement. */
 static int kxfer_rexport_add(struct kxfer_session *s,
 			     const struct kxfer_msg_export *m,
@@ -420,12 +513,8 @@ static int kxfer_rexport_add(struct kxfer_session *s,
 			*why = "export generation went backwards";
 			return -EPROTO;
 		}
-		if (rx) {
-			s->s_rexport_mrs -= rx->rx_nmrs;
-			list_del(&rx->rx_node);
-			kvfree(rx->rx_mrs);
-			kfree(rx);
-		}
+		if (rx)
+			kxfer_rexport_retire(s, rx, false);
 		/* What a peer makes us hold is bounded. */
 		if (nmrs > kxfer_max_remote_mrs - s->s_rexport_mrs) {
 			*why = "peer advertised too many memory regions";
@@ -439,6 +528,7 @@ static int kxfer_rexport_add(struct kxfer_session *s,
 			kfree(rx);
 			return -ENOMEM;
 		}
+		atomic_set(&rx->rx_jobs, 1);
 		memcpy(rx->rx_name, m->me_name, sizeof(rx->rx_name));
 		rx->rx_len = le64_to_cpu(m->me_len);
 		rx->rx_gen = gen;
@@ -479,12 +569,8 @@ static void kxfer_rexport_del(struct kxfer_session *s,
 	list_for_each_entry(rx, &s->s_rexports, rx_node) {
 		if (strcmp(rx->rx_name, m->md_name))
 			continue;
-		if (rx->rx_gen <= le64_to_cpu(m->md_gen)) {
-			s->s_rexport_mrs -= rx->rx_nmrs;
-			list_del(&rx->rx_node);
-			kvfree(rx->rx_mrs);
-			kfree(rx);
-		}
+		if (rx->rx_gen <= le64_to_cpu(m->md_gen))
+			kxfer_rexport_retire(s, rx, false);
 		return;
 	}
 }
@@ -499,10 +585,16 @@ void kxfer_rexports_clear(struct kxfer_session *s)
 {
 	struct kxfer_rexport *rx, *tmp;
 
+	/* Teardown ended every job: none holds them any more. */
 	list_for_each_entry_safe(rx, tmp, &s->s_rexports, rx_node) {
 		list_del(&rx->rx_node);
-		kvfree(rx->rx_mrs);
-		kfree(rx);
+		WARN_ON_ONCE(atomic_read(&rx->rx_jobs) != 1);
+		kxfer_rexport_free(s, rx);
+	}
+	list_for_each_entry_safe(rx, tmp, &s->s_rx_draining, rx_node) {
+		list_del(&rx->rx_node);
+		WARN_ON_ONCE(atomic_read(&rx->rx_jobs));
+		kxfer_rexport_free(s, rx);
 	}
 	s->s_rexport_mrs = 0;
 }
@@ -603,6 +695,11 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 	case KXFER_MSG_EXPORT_DEL:
 		kxfer_rexport_del(s, buf);
 		return 0;
+	case KXFER_MSG_EXPORT_WITHDRAW:
+		kxfer_rexport_withdraw(s, buf);
+		return 0;
+	case KXFER_MSG_EXPORT_WITHDRAWN:
+		return kxfer_reg_withdrawn(s, buf, why);
 	case KXFER_MSG_NOTIFY: {
 		const struct kxfer_msg_notify *n = buf;
 
@@ -685,6 +782,10 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 			s->s_ka_rtt_ns = ktime_get_ns() - s->s_ka_sent_ns;
 			s->s_ka_rtt_max_ns = max(s->s_ka_rtt_max_ns,
 						 s->s_ka_rtt_ns);
+			/* Decays an eighth per answer: a queue that drained. */
+			s->s_ka_rtt_recent_ns =
+				max(s->s_ka_rtt_ns, s->s_ka_rtt_recent_ns -
+				    (s->s_ka_rtt_recent_ns >> 3));
 			s->s_ka_sent_ns = 0;
 		}
 		return 0;

@@ -16,6 +16,8 @@
 
 LIST_HEAD(kxfer_exports);
 static atomic64_t kxfer_export_gen = ATOMIC64_INIT(0);
+/* Withdrawers waiting for the peers' answers (ke_drains). */
+static DECLARE_WAIT_QUEUE_HEAD(kxfer_drain_wait);
 
 static struct kxfer_export *kxfer_export_lookup(const char *name)
 {
@@ -30,7 +32,8 @@ static struct kxfer_export *kxfer_export_lookup(const char *name)
 
 /**
  * kxfer_export_create - export a range of a pool
- * @args: name, range, peer, addresses, access, owning file
+ * @args: name, range, peer, addresses, access, owning file; with a
+ *	subscription, its handle comes back in @args->sub_handle
  * @pool_name: the pool, by name (the administrator's way), or %NULL
  * @pool: with @pool_name %NULL, the pool itself (its owner's way); the
  *	caller holds a reference
@@ -41,7 +44,7 @@ static struct kxfer_export *kxfer_export_lookup(const char *name)
  * the pool; %-E2BIG for a range longer than KXFER_EXPORT_MAX_LEN;
  * %-EEXIST for a name in use; %-ENOMEM.  May sleep.
  */
-int kxfer_export_create(const struct kxfer_export_args *args,
+int kxfer_export_create(struct kxfer_export_args *args,
 			const char *pool_name, struct kxfer_pool *pool,
 			struct netlink_ext_ack *extack)
 {
@@ -73,6 +76,7 @@ int kxfer_export_create(const struct kxfer_export_args *args,
 	}
 	exp->ke_access = args->access;
 	exp->ke_auth = args->auth;
+	kref_init(&exp->ke_ref);
 	exp->ke_file = args->file;
 	if (args->file)
 		exp->ke_pid = task_tgid_vnr(current);
@@ -118,6 +122,12 @@ int kxfer_export_create(const struct kxfer_export_args *args,
 		ret = -E2BIG;
 		goto out_unlock;
 	}
+	/* Its notifications have a reader before any peer learns of it. */
+	if (args->sub) {
+		ret = kxfer_sub_install(args->sub, &args->sub_handle);
+		if (ret)
+			goto out_unlock;
+	}
 	exp->ke_off = args->off;
 	exp->ke_len = len;
 	exp->ke_gen = atomic64_inc_return(&kxfer_export_gen);
@@ -148,13 +158,61 @@ static void kxfer_export_destroy(struct kxfer_export *exp)
 	kxfer_nl_notify_export(exp, false);
 }
 
-/* Withdraw an export taken off the namespace: keys first, then the pool. */
-static void kxfer_export_withdraw(struct kxfer_export *exp)
+static void kxfer_export_release(struct kref *ref)
 {
-	/* Keys revoked and peers told before this returns. */
-	kxfer_sessions_export_removed(exp);
+	struct kxfer_export *exp = container_of(ref, struct kxfer_export,
+						ke_ref);
+
 	kxfer_pool_put(exp->ke_pool);
 	kfree(exp);
+}
+
+/**
+ * kxfer_export_put - drop a reference to an export off the namespace
+ * @exp: the export
+ *
+ * The last one drops the pool, which may then end.  May sleep.
+ */
+void kxfer_export_put(struct kxfer_export *exp)
+{
+	kref_put(&exp->ke_ref, kxfer_export_release);
+}
+
+/**
+ * kxfer_export_drained - a session's peer answered the withdrawal
+ * @exp: the export; the session's reference is dropped
+ *
+ * Or the session ended, which ends the drain as well: its keys are gone.
+ * May sleep.
+ */
+void kxfer_export_drained(struct kxfer_export *exp)
+{
+	if (atomic_dec_and_test(&exp->ke_drains))
+		wake_up_all(&kxfer_drain_wait);
+	kxfer_export_put(exp);
+}
+
+/*
+ * Withdraw exports taken off the namespace (on @list by ke_node): every
+ * session is told of every one first, so that the peers drain them
+ * together, then the caller waits for the answers if it is to.  A fatal
+ * signal ends the wait, not the drain: the sessions finish it, the memory
+ * stays pinned until then.
+ */
+static void kxfer_exports_withdraw(struct list_head *list,
+				   enum kxfer_withdraw_how how)
+{
+	struct kxfer_export *exp, *tmp;
+
+	list_for_each_entry(exp, list, ke_node)
+		kxfer_sessions_export_removed(exp, how != KXFER_WITHDRAW_NOW);
+	list_for_each_entry_safe(exp, tmp, list, ke_node) {
+		list_del_init(&exp->ke_node);
+		if (how == KXFER_WITHDRAW_WAIT)
+			wait_event_killable(kxfer_drain_wait,
+					    !atomic_read(&exp->ke_drains));
+		kxfer_export_put(exp);
+	}
 }
 
 /**
@@ -162,13 +220,19 @@ static void kxfer_export_withdraw(struct kxfer_export *exp)
  * @name: the export's name
  * @file: %NULL for the administrator, who may withdraw any export; else
  *	the file asking, which may withdraw only the exports it made
+ * @how: whether to wait for the peers to drain it (KXFER_WITHDRAW_*)
  * @extack: for the reason of a refusal
+ *
+ * The export leaves the namespace at once; peers that drain finish the
+ * jobs they posted to it before its keys are invalidated.
  *
  * Return: 0, %-ENOENT, or %-EPERM (@file did not make it).  May sleep.
  */
 int kxfer_export_delete(const char *name, struct kxfer_file *file,
+			enum kxfer_withdraw_how how,
 			struct netlink_ext_ack *extack)
 {
+	LIST_HEAD(list);
 	struct kxfer_export *exp;
 
 	mutex_lock(&kxfer_obj_mutex);
@@ -183,37 +247,37 @@ int kxfer_export_delete(const char *name, struct kxfer_file *file,
 		return -EPERM;
 	}
 	kxfer_export_destroy(exp);
+	list_add_tail(&exp->ke_node, &list);
 	mutex_unlock(&kxfer_obj_mutex);
 
-	kxfer_export_withdraw(exp);
+	kxfer_exports_withdraw(&list, how);
 	return 0;
 }
 
 /**
  * kxfer_exports_withdraw_pool - withdraw every export of a pool
  * @pool: the pool, referenced by the caller
+ * @how: whether to wait for the peers to drain them (KXFER_WITHDRAW_*)
  *
- * Whoever made them; before this returns, every session has
- * invalidated their keys.  May sleep.
+ * Whoever made them.  With KXFER_WITHDRAW_NOW every session has
+ * invalidated their keys before this returns, with WAIT every peer
+ * answered (or its session ended), with NOWAIT the sessions finish the
+ * drain later, holding the pool meanwhile.  May sleep.
  */
-void kxfer_exports_withdraw_pool(struct kxfer_pool *pool)
+void kxfer_exports_withdraw_pool(struct kxfer_pool *pool,
+				 enum kxfer_withdraw_how how)
 {
-	struct kxfer_export *exp, *found;
+	struct kxfer_export *exp, *tmp;
+	LIST_HEAD(list);
 
-	for (;;) {
-		found = NULL;
-		mutex_lock(&kxfer_obj_mutex);
-		list_for_each_entry(exp, &kxfer_exports, ke_node)
-			if (exp->ke_pool == pool) {
-				found = exp;
-				kxfer_export_destroy(exp);
-				break;
-			}
-		mutex_unlock(&kxfer_obj_mutex);
-		if (!found)
-			break;
-		kxfer_export_withdraw(found);
-	}
+	mutex_lock(&kxfer_obj_mutex);
+	list_for_each_entry_safe(exp, tmp, &kxfer_exports, ke_node)
+		if (exp->ke_pool == pool) {
+			kxfer_export_destroy(exp);
+			list_add_tail(&exp->ke_node, &list);
+		}
+	mutex_unlock(&kxfer_obj_mutex);
+	kxfer_exports_withdraw(&list, how);
 }
 
 /**
@@ -221,17 +285,15 @@ void kxfer_exports_withdraw_pool(struct kxfer_pool *pool)
  */
 void kxfer_exports_destroy_all(void)
 {
-	struct kxfer_export *exp;
+	struct kxfer_export *exp, *tmp;
+	LIST_HEAD(list);
 
-	for (;;) {
-		mutex_lock(&kxfer_obj_mutex);
-		exp = list_first_entry_or_null(&kxfer_exports,
-					       struct kxfer_export, ke_node);
-		if (exp)
-			kxfer_export_destroy(exp);
-		mutex_unlock(&kxfer_obj_mutex);
-		if (!exp)
-			break;
-		kxfer_export_withdraw(exp);
+	/* No session is left to drain anything. */
+	mutex_lock(&kxfer_obj_mutex);
+	list_for_each_entry_safe(exp, tmp, &kxfer_exports, ke_node) {
+		kxfer_export_destroy(exp);
+		list_add_tail(&exp->ke_node, &list);
 	}
+	mutex_unlock(&kxfer_obj_mutex);
+	kxfer_exports_withdraw(&list, KXFER_WITHDRAW_NOW);
 }

@@ -51,51 +51,169 @@ static void kxfer_gate_work(struct work_struct *work)
 			kxfer_job_abort(job, -ESTALE);
 			continue;
 		}
-		kxfer_job_start(job, NULL);
+		kxfer_job_start(job, rx, NULL);
 	}
 	mutex_unlock(&s->s_mutex);
 	kxfer_file_put(kf);
 }
 
-/* The file's gate for a session, made on first use.  May sleep. */
+static struct kxfer_gate *kxfer_gate_find(struct kxfer_file *kf,
+					  struct kxfer_session *s)
+{
+	struct kxfer_gate *g;
+
+	lockdep_assert_held(&kf->kf_lock);
+	list_for_each_entry(g, &kf->kf_gates, g_node)
+		if (g->g_sess == s)
+			return g;
+	return NULL;
+}
+
+/*
+ * The file's gate for a session, made on first use, with one more SUBMIT
+ * (@busy) or peer handle on it.  May sleep.
+ */
+static struct kxfer_gate *kxfer_gate_use(struct kxfer_file *kf,
+					 struct kxfer_session *s, bool busy)
+{
+	struct kxfer_gate *g, *new = NULL;
+	unsigned long flags;
+
+	for (;;) {
+		spin_lock_irqsave(&kf->kf_lock, flags);
+		/* Another thread of the file may have made it meanwhile. */
+		g = kxfer_gate_find(kf, s);
+		if (!g && new) {
+			g = new;
+			new = NULL;
+			g->g_file = kf;
+			g->g_sess = s;
+			kxfer_session_get(s);
+			INIT_LIST_HEAD(&g->g_held);
+			INIT_WORK(&g->g_work, kxfer_gate_work);
+			list_add(&g->g_node, &kf->kf_gates);
+			if (s->s_poll)
+				kxfer_file_set_poll_locked(kf);
+		}
+		if (g) {
+			if (busy)
+				g->g_busy++;
+			else
+				g->g_handles++;
+		}
+		spin_unlock_irqrestore(&kf->kf_lock, flags);
+		if (g || new)
+			break;
+		new = kzalloc(sizeof(*new), GFP_KERNEL);
+		if (!new)
+			return NULL;
+	}
+	kfree(new);
+	return g;
+}
+
+/*
+ * Free the gates of the file that nothing uses any more: no peer handle,
+ * no SUBMIT, no job in flight or held.  A gate's work is only queued for
+ * held jobs, but one may still be queued or ending: cancelled, or waited
+ * for, before the gate goes.  May sleep.
+ */
+static void kxfer_gates_gc(struct kxfer_file *kf)
+{
+	struct kxfer_gate *g, *tmp;
+	unsigned long flags;
+	LIST_HEAD(idle);
+
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	list_for_each_entry_safe(g, tmp, &kf->kf_gates, g_node)
+		if (!g->g_handles && !g->g_busy && !g->g_inflight &&
+		    list_empty(&g->g_held))
+			list_move(&g->g_node, &idle);
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+
+	list_for_each_entry_safe(g, tmp, &idle, g_node) {
+		/* A queued work holds the file: its hold goes with it. */
+		if (cancel_work_sync(&g->g_work))
+			kxfer_file_put(kf);
+		kxfer_session_put(g->g_sess);
+		kfree(g);
+	}
+}
+
+/**
+ * kxfer_gate_get - the file's gate for a session, for a SUBMIT
+ * @kf: the file
+ * @s: the session, referenced by the caller
+ *
+ * The gate stays until kxfer_gate_unbusy().  May sleep.
+ *
+ * Return: the gate, or %NULL without memory.
+ */
 struct kxfer_gate *kxfer_gate_get(struct kxfer_file *kf,
 				  struct kxfer_session *s)
 {
-	struct kxfer_gate *g, *new;
+	return kxfer_gate_use(kf, s, true);
+}
+
+/**
+ * kxfer_gate_unbusy_locked - a SUBMIT is done with its gate
+ * @g: the gate from kxfer_gate_get()
+ *
+ * Caller holds kf_lock.
+ */
+void kxfer_gate_unbusy_locked(struct kxfer_gate *g)
+{
+	lockdep_assert_held(&g->g_file->kf_lock);
+	g->g_busy--;
+}
+
+/**
+ * kxfer_gate_unbusy - a SUBMIT is done with its gate, without kf_lock
+ * @kf: the file
+ * @g: the gate from kxfer_gate_get()
+ */
+void kxfer_gate_unbusy(struct kxfer_file *kf, struct kxfer_gate *g)
+{
 	unsigned long flags;
 
-	/* Gates live as long as the file: allocate on first use only. */
 	spin_lock_irqsave(&kf->kf_lock, flags);
-	list_for_each_entry(g, &kf->kf_gates, g_node) {
-		if (g->g_sess == s) {
-			spin_unlock_irqrestore(&kf->kf_lock, flags);
-			return g;
-		}
-	}
+	kxfer_gate_unbusy_locked(g);
 	spin_unlock_irqrestore(&kf->kf_lock, flags);
+}
 
-	new = kzalloc(sizeof(*new), GFP_KERNEL);
+/**
+ * kxfer_gate_hold - a peer handle of the file names a session
+ * @kf: the file
+ * @s: the session, referenced by the caller
+ *
+ * Gates the file no longer uses go first.  May sleep.
+ *
+ * Return: 0 or %-ENOMEM.
+ */
+int kxfer_gate_hold(struct kxfer_file *kf, struct kxfer_session *s)
+{
+	kxfer_gates_gc(kf);
+	return kxfer_gate_use(kf, s, false) ? 0 : -ENOMEM;
+}
+
+/**
+ * kxfer_gate_unhold - a peer handle of the file on a session went
+ * @kf: the file
+ * @s: the session
+ *
+ * Its gate goes if nothing else uses it.  May sleep.
+ */
+void kxfer_gate_unhold(struct kxfer_file *kf, struct kxfer_session *s)
+{
+	struct kxfer_gate *g;
+	unsigned long flags;
+
 	spin_lock_irqsave(&kf->kf_lock, flags);
-	/* Another thread of the file may have made it meanwhile. */
-	list_for_each_entry(g, &kf->kf_gates, g_node) {
-		if (g->g_sess == s) {
-			spin_unlock_irqrestore(&kf->kf_lock, flags);
-			kfree(new);
-			return g;
-		}
-	}
-	if (new) {
-		new->g_file = kf;
-		new->g_sess = s;
-		kxfer_session_get(s);
-		INIT_LIST_HEAD(&new->g_held);
-		INIT_WORK(&new->g_work, kxfer_gate_work);
-		list_add(&new->g_node, &kf->kf_gates);
-		if (s->s_poll)
-			kxfer_file_set_poll_locked(kf);
-	}
+	g = kxfer_gate_find(kf, s);
+	if (!WARN_ON_ONCE(!g || !g->g_handles))
+		g->g_handles--;
 	spin_unlock_irqrestore(&kf->kf_lock, flags);
-	return new;
+	kxfer_gates_gc(kf);
 }
 
 /**
@@ -107,7 +225,8 @@ void kxfer_file_free_gates(struct kxfer_file *kf)
 	struct kxfer_gate *g, *tmp;
 
 	list_for_each_entry_safe(g, tmp, &kf->kf_gates, g_node) {
-		WARN_ON_ONCE(g->g_inflight || !list_empty(&g->g_held));
+		WARN_ON_ONCE(g->g_inflight || g->g_busy ||
+			     !list_empty(&g->g_held));
 		kxfer_session_put(g->g_sess);
 		kfree(g);
 	}

@@ -422,10 +422,123 @@ out_dereg:
 }
 
 /**
+ * kxfer_reg_drain_start - withdraw an export from a peer that drains
+ * @s: the session
+ * @rg: the export's registration on it
+ *
+ * The peer is told (EXPORT_WITHDRAW): it refuses new jobs to the export,
+ * lets those it posted finish and answers (kxfer_reg_withdrawn()).  The
+ * keys stay valid until then; the registration holds the export, which
+ * counts the session in its ke_drains, and a session whose peer does not
+ * answer by the deadline (kxfer_drain_timeout_ms()) ends.
+ *
+ * Return: true if the drain started; false if the peer does not speak
+ * KXFER_WIRE_F_DRAIN or the session cannot send (the caller invalidates
+ * at once).  Caller holds s_mutex.
+ */
+bool kxfer_reg_drain_start(struct kxfer_session *s, struct kxfer_reg *rg)
+{
+	struct kxfer_msg_export_del m = {};
+	struct kxfer_export *exp = rg->rg_export;
+
+	lockdep_assert_held(&s->s_mutex);
+	if (!(s->s_peer_features & KXFER_WIRE_F_DRAIN) || !s->s_ctrl_up ||
+	    test_bit(KXFER_SE_FAIL, &s->s_events))
+		return false;
+	rg->rg_draining = true;
+	rg->rg_drain_end = ktime_get_ns() +
+			   (u64)kxfer_drain_timeout_ms() * NSEC_PER_MSEC;
+	s->s_drains++;
+	kref_get(&exp->ke_ref);
+	atomic_inc(&exp->ke_drains);
+	strscpy(m.md_name, rg->rg_name, sizeof(m.md_name));
+	m.md_gen = cpu_to_le64(rg->rg_gen);
+	kxfer_ctrl_send(s, KXFER_MSG_EXPORT_WITHDRAW, m.md_name,
+			sizeof(m) - sizeof(m.md_hdr));
+	kxfer_ctrl_flush(s);
+	return true;
+}
+
+/* The registration drained, or its session ends: let the export go. */
+static void kxfer_reg_drain_end(struct kxfer_session *s, struct kxfer_reg *rg)
+{
+	struct kxfer_export *exp = rg->rg_export;
+
+	s->s_drains--;
+	rg->rg_draining = false;
+	rg->rg_export = NULL;
+	kxfer_export_drained(exp);
+}
+
+/**
+ * kxfer_reg_withdrawn - the peer drained an export we withdrew
+ * @s: the session
+ * @m: its EXPORT_WITHDRAWN, checked by wire.c
+ * @why: set to a reason when it ends the session
+ *
+ * No job of the peer's to the export is in flight any more: its keys are
+ * invalidated (LOCAL_INV, waited for), then the export may go.
+ *
+ * Return: 0, or -EPROTO for an answer to nothing we withdrew.  Caller
+ * holds s_mutex.
+ */
+int kxfer_reg_withdrawn(struct kxfer_session *s,
+			const struct kxfer_msg_export_del *m, const char **why)
+{
+	u64 gen = le64_to_cpu(m->md_gen);
+	struct kxfer_reg *rg;
+
+	list_for_each_entry(rg, &s->s_regs, rg_node) {
+		if (!rg->rg_draining || rg->rg_gen != gen ||
+		    strcmp(rg->rg_name, (const char *)m->md_name))
+			continue;
+		list_del(&rg->rg_node);
+		kxfer_reg_invalidate(s, rg);
+		kxfer_reg_drain_end(s, rg);
+		kfree(rg);
+		return 0;
+	}
+	*why = "answer to a withdrawal never asked";
+	return -EPROTO;
+}
+
+/**
+ * kxfer_regs_drain_overdue - end a session whose peer does not drain
+ * @s: the session, control channel up
+ * @now: ktime_get_ns()
+ *
+ * A peer that has not answered a withdrawal by its deadline holds keys
+ * the export's owner wants gone: the session fails, naming the export,
+ * and its teardown invalidates them.
+ *
+ * Return: true if the session was failed.  Caller holds s_mutex.
+ */
+bool kxfer_regs_drain_overdue(struct kxfer_session *s, u64 now)
+{
+	char why[64];
+	struct kxfer_reg *rg;
+
+	if (!s->s_drains)
+		return false;
+	list_for_each_entry(rg, &s->s_regs, rg_node) {
+		if (!rg->rg_draining || now < rg->rg_drain_end)
+			continue;
+		kxfer_warn("peer %s: no answer to the withdrawal of export %s within %u ms: ending the session\n",
+			   s->s_name, rg->rg_name, kxfer_drain_timeout_ms());
+		snprintf(why, sizeof(why), "withdrawal of export %s unanswered",
+			 rg->rg_name);
+		kxfer_session_fail(s, -ETIMEDOUT, why);
+		return true;
+	}
+	return false;
+}
+
+/**
  * kxfer_regs_release - deregister every export MR of a session
  * @s: the session; its QPs are drained
  *
- * Caller holds s_mutex.
+ * Exports being drained are let go: their keys die here too.  Caller
+ * holds s_mutex.
  */
 void kxfer_regs_release(struct kxfer_session *s)
 {
@@ -433,7 +546,10 @@ void kxfer_regs_release(struct kxfer_session *s)
 
 	list_for_each_entry_safe(rg, tmp, &s->s_regs, rg_node) {
 		list_del(&rg->rg_node);
-		kxfer_reg_free(rg);
+		kxfer_reg_dereg(rg);
+		if (rg->rg_draining)
+			kxfer_reg_drain_end(s, rg);
+		kfree(rg);
 	}
 	s->s_exports_withheld = 0;
 }

@@ -11,6 +11,23 @@
 /* Lookups                                                                 */
 /* ---------------------------------------------------------------------- */
 
+/* A peer handle, off kf_peers: its count, its gate and its reference. */
+static void kxfer_peer_handle_put(struct kxfer_file *kf,
+				  struct kxfer_session *s)
+{
+	atomic_dec(&s->s_handles);
+	kxfer_gate_unhold(kf, s);
+	kxfer_session_put(s);
+}
+
+/* A remote handle, off kf_remotes (no reader holds it: see job.c). */
+static void kxfer_remote_handle_put(struct kxfer_rhandle *rh)
+{
+	atomic_dec(&rh->rh_sess->s_handles);
+	kxfer_session_put(rh->rh_sess);
+	kfree(rh);
+}
+
 /**
  * kxfer_ioc_peer_lookup - KXFER_IOC_PEER_LOOKUP
  * @kf: the file
@@ -33,18 +50,26 @@ long kxfer_ioc_peer_lookup(struct kxfer_file *kf, void __user *uarg)
 	s = kxfer_session_find(pl.name);
 	if (!s)
 		return -ENOENT;
+	/* Its FENCE gate lives as long as a peer handle names the session. */
+	ret = kxfer_gate_hold(kf, s);
+	if (ret) {
+		kxfer_session_put(s);
+		return ret;
+	}
 	ret = xa_alloc(&kf->kf_peers, &handle, s, XA_LIMIT(1, 4096),
 		       GFP_KERNEL);
 	if (ret) {
+		kxfer_gate_unhold(kf, s);
 		kxfer_session_put(s);
 		return ret == -EBUSY ? -EMFILE : ret;
 	}
+	atomic_inc(&s->s_handles);
 	pl.handle = handle;
 	pl.state = READ_ONCE(s->s_state);
 	pl.qps = s->s_nqps;
 	if (copy_to_user(uarg, &pl, sizeof(pl))) {
 		if (xa_erase(&kf->kf_peers, handle) == s)
-			kxfer_session_put(s);
+			kxfer_peer_handle_put(kf, s);
 		return -EFAULT;
 	}
 	return 0;
@@ -90,6 +115,8 @@ long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg)
 		rh->rh_gen = rx->rx_gen;
 		rh->rh_len = rx->rx_len;
 		rh->rh_access = rx->rx_access;
+		/* Valid on this connection only: its keys are its own. */
+		rh->rh_conn_gen = s->s_conn_gen;
 	}
 	mutex_unlock(&s->s_mutex);
 	ret = -ENOENT;
@@ -98,21 +125,23 @@ long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg)
 	rh->rh_sess = s;
 	rh->rh_peer = rl.peer;
 	strscpy(rh->rh_name, rl.name, sizeof(rh->rh_name));
+	/* Filled before it is visible: RELEASE may take it at once. */
+	rl.access = rh->rh_access;
+	rl.len = rh->rh_len;
+	rl.gen = rh->rh_gen;
+	atomic_inc(&s->s_handles);
 	ret = xa_alloc(&kf->kf_remotes, &handle, rh, XA_LIMIT(1, 65536),
 		       GFP_KERNEL);
 	if (ret) {
+		atomic_dec(&s->s_handles);
 		ret = ret == -EBUSY ? -EMFILE : ret;
 		goto out_free;
 	}
 	rl.handle = handle;
-	rl.access = rh->rh_access;
-	rl.len = rh->rh_len;
-	rl.gen = rh->rh_gen;
 	if (copy_to_user(uarg, &rl, sizeof(rl))) {
-		if (xa_erase(&kf->kf_remotes, handle) == rh) {
-			kfree(rh);
-			kxfer_session_put(s);
-		}
+		rh = xa_erase(&kf->kf_remotes, handle);
+		if (rh)
+			kxfer_remote_handle_put(rh);
 		return -EFAULT;
 	}
 	return 0;
@@ -122,6 +151,41 @@ out_free:
 out_put:
 	kxfer_session_put(s);
 	return ret;
+}
+
+/**
+ * kxfer_ioc_release - KXFER_IOC_RELEASE: give back a peer or remote handle
+ * @kf: the file
+ * @uarg: struct kxfer_release in user memory
+ *
+ * Return: 0, %-EFAULT, %-EINVAL, %-ENOENT.  May sleep.
+ */
+long kxfer_ioc_release(struct kxfer_file *kf, void __user *uarg)
+{
+	struct kxfer_release r;
+	struct kxfer_rhandle *rh;
+	struct kxfer_session *s;
+
+	if (copy_from_user(&r, uarg, sizeof(r)))
+		return -EFAULT;
+	if (r.flags || r.reserved)
+		return -EINVAL;
+	switch (r.kind) {
+	case KXFER_HANDLE_PEER:
+		s = r.handle ? xa_erase(&kf->kf_peers, r.handle) : NULL;
+		if (!s)
+			return -ENOENT;
+		kxfer_peer_handle_put(kf, s);
+		return 0;
+	case KXFER_HANDLE_REMOTE:
+		rh = r.handle ? xa_erase(&kf->kf_remotes, r.handle) : NULL;
+		if (!rh)
+			return -ENOENT;
+		kxfer_remote_handle_put(rh);
+		return 0;
+	default:
+		return -EINVAL;
+	}
 }
 
 /**
@@ -136,11 +200,10 @@ void kxfer_file_drop_handles(struct kxfer_file *kf)
 
 	xa_for_each(&kf->kf_remotes, h, rh) {
 		xa_erase(&kf->kf_remotes, h);
-		kxfer_session_put(rh->rh_sess);
-		kfree(rh);
+		kxfer_remote_handle_put(rh);
 	}
 	xa_for_each(&kf->kf_peers, h, s) {
 		xa_erase(&kf->kf_peers, h);
-		kxfer_session_put(s);
+		kxfer_peer_handle_put(kf, s);
 	}
 }

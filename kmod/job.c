@@ -240,7 +240,7 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	bool overlap;
 	bool bare = !uj->nsegs;		/* a notification alone */
 	void *msg = NULL;
-	struct kxfer_rhandle *rh;
+	struct kxfer_rhandle *rh, rhc;
 	struct kxfer_session *s;
 	struct kxfer_pool *pool;
 	struct kxfer_task *job = NULL;
@@ -343,19 +343,27 @@ handles:
 	}
 
 	mutex_lock(&s->s_mutex);
+	/* A copy: another thread of the file may release the handle. */
 	xa_lock(&kf->kf_remotes);
 	rh = uj->remote ? xa_load(&kf->kf_remotes, uj->remote) : NULL;
 	ret = !rh ? -ENOENT : (rh->rh_sess != s ? -EINVAL : 0);
+	if (!ret)
+		rhc = *rh;
 	xa_unlock(&kf->kf_remotes);
 	if (ret)
 		goto out_unlock;
-	/* Handles go only at release(), which no ioctl can overlap. */
 	ret = -ENOTCONN;
 	if (s->s_state != KXFER_PEER_UP)
 		goto out_unlock;
-	pctx.rx = kxfer_rexport_find(s, rh->rh_name);
+	/*
+	 * Looked up on another connection (other keys, and a peer that
+	 * restarted may have reused the name and generation), or withdrawn.
+	 */
 	ret = -ESTALE;
-	if (!pctx.rx || pctx.rx->rx_gen != rh->rh_gen)
+	if (rhc.rh_conn_gen != s->s_conn_gen)
+		goto out_unlock;
+	pctx.rx = kxfer_rexport_find(s, rhc.rh_name);
+	if (!pctx.rx || pctx.rx->rx_gen != rhc.rh_gen)
 		goto out_unlock;
 	ret = -EACCES;
 	if (!(pctx.rx->rx_access & need))
@@ -584,6 +592,7 @@ ready:
 		list_add_tail(&job->j_held_node, &gate->g_held);
 	else
 		gate->g_inflight++;
+	kxfer_gate_unbusy_locked(gate);
 	spin_unlock_irqrestore(&kf->kf_lock, flags);
 	if (!hold && kick && kick->k_sess != s) {
 		/* A SUBMIT's jobs to another session: post theirs first. */
@@ -592,7 +601,7 @@ ready:
 		kick->k_sess = s;
 	}
 	if (!hold)
-		kxfer_job_start(job, kick);
+		kxfer_job_start(job, pctx.rx, kick);
 	if (!hold && kick && ++kick->k_jobs >= KXFER_KICK_JOBS) {
 		kxfer_kick_flush(kick);
 		kick->k_jobs = 0;
@@ -607,6 +616,7 @@ out_job:
 	kvfree(job);
 out_unlock:
 	mutex_unlock(&s->s_mutex);
+	kxfer_gate_unbusy(kf, gate);
 out_sess:
 	kxfer_session_put(s);
 out_pool:

@@ -72,12 +72,17 @@ struct kxfer_job_part {
  * FENCE: the jobs of one file to one session, counted from submission
  * to completion event.  A FENCE job waits until that count is zero, and
  * every job submitted after a waiting one waits behind it, in order.
+ * A gate lives while the file holds a peer handle on its session, a
+ * SUBMIT uses it, or a job counts in it; then it goes (kxfer_gates_gc()),
+ * so that a file that meets many sessions does not hold them all.
  */
 struct kxfer_gate {
 	struct list_head	g_node;		/* on kf_gates */
 	struct kxfer_file	*g_file;
 	struct kxfer_session	*g_sess;	/* referenced */
 	unsigned int		g_inflight;	/* under kf_lock */
+	unsigned int		g_handles;	/* peer handles, under kf_lock */
+	unsigned int		g_busy;		/* SUBMITs using it, kf_lock */
 	struct list_head	g_held;		/* jobs waiting, under kf_lock */
 	struct work_struct	g_work;		/* starts the jobs waiting */
 };
@@ -109,6 +114,8 @@ struct kxfer_task {
 	u32			j_msg_len;
 	u64			j_rgen;
 	char			j_rname[KXFER_NAME_MAX];
+	/* the remote export it was started on, counted in its rx_jobs */
+	struct kxfer_rexport	*j_rx;
 	u32			j_nparts;
 	struct ib_atomic_wr	j_atomic;
 	struct kxfer_job_part	j_parts[KXFER_MAX_QPS];
@@ -134,7 +141,8 @@ void kxfer_job_batches_done(struct kxfer_task *job, unsigned int n);
 void kxfer_job_post(struct kxfer_task *job);
 void kxfer_job_wc_batch(struct ib_cq *cq, struct ib_wc *wc);
 void kxfer_job_wc_error(struct ib_cq *cq, struct ib_wc *wc);
-void kxfer_job_start(struct kxfer_task *job, struct kxfer_kick *kick);
+void kxfer_job_start(struct kxfer_task *job, struct kxfer_rexport *rx,
+		     struct kxfer_kick *kick);
 void kxfer_qp_kick_work(struct work_struct *work);
 void kxfer_kick_flush(struct kxfer_kick *kick);
 void kxfer_job_abort(struct kxfer_task *job, int err);
@@ -148,6 +156,8 @@ void kxfer_job_imm(struct kxfer_task *job);
 /* fence.c */
 struct kxfer_gate *kxfer_gate_get(struct kxfer_file *kf,
 				  struct kxfer_session *s);
+void kxfer_gate_unbusy_locked(struct kxfer_gate *g);
+void kxfer_gate_unbusy(struct kxfer_file *kf, struct kxfer_gate *g);
 
 /* event.c */
 void kxfer_file_complete_locked(struct kxfer_file *kf,

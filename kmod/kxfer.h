@@ -229,6 +229,9 @@ struct kxfer_prefix {
  * @ke_pid: with @ke_file, the maker's thread group id, for display
  * @ke_auth: enum kxfer_auth_policy; REQUIRED: authenticated sessions
  *	only, whose name was proven if @ke_peer names one
+ * @ke_ref: the namespace (or its withdrawer) and every session whose peer
+ *	still drains it; the last frees it and drops the pool
+ * @ke_drains: sessions whose peer has yet to answer its withdrawal
  */
 struct kxfer_export {
 	struct list_head	ke_node;
@@ -244,6 +247,20 @@ struct kxfer_export {
 	struct kxfer_file	*ke_file;
 	pid_t			ke_pid;
 	u32			ke_auth;
+	struct kref		ke_ref;
+	atomic_t		ke_drains;
+};
+
+/*
+ * How a withdrawal waits for the peers that drain (KXFER_WIRE_F_DRAIN):
+ * WAIT until every one answered (or its session ended), NOWAIT not at all
+ * (the sessions finish it), NOW not even ask them: keys die at once, as
+ * with a peer of the old protocol (a dma-buf's revocation, unload).
+ */
+enum kxfer_withdraw_how {
+	KXFER_WITHDRAW_WAIT,
+	KXFER_WITHDRAW_NOWAIT,
+	KXFER_WITHDRAW_NOW,
 };
 
 /**
@@ -257,6 +274,10 @@ struct kxfer_export {
  * @access: KXFER_ACCESS_* bits
  * @file: the owning file of an export made through /dev/kxfer, or %NULL
  * @auth: enum kxfer_auth_policy
+ * @sub: a subscription of @file to it (kxfer_sub_alloc()), made live
+ *	before any session learns of the export, or %NULL; the caller frees
+ *	it unless the export was made
+ * @sub_handle: with @sub, its handle, out
  */
 struct kxfer_export_args {
 	const char			*name;
@@ -268,6 +289,8 @@ struct kxfer_export_args {
 	u32				access;
 	struct kxfer_file		*file;
 	u32				auth;
+	struct kxfer_sub		*sub;
+	u32				sub_handle;
 };
 
 extern struct mutex kxfer_obj_mutex;
@@ -290,12 +313,16 @@ const struct kxfer_chunk *kxfer_pool_chunk_at(const struct kxfer_pool *pool,
 					      u64 off);
 void kxfer_pools_destroy_all(void);
 
-int kxfer_export_create(const struct kxfer_export_args *args,
+int kxfer_export_create(struct kxfer_export_args *args,
 			const char *pool_name, struct kxfer_pool *pool,
 			struct netlink_ext_ack *extack);
 int kxfer_export_delete(const char *name, struct kxfer_file *file,
+			enum kxfer_withdraw_how how,
 			struct netlink_ext_ack *extack);
-void kxfer_exports_withdraw_pool(struct kxfer_pool *pool);
+void kxfer_exports_withdraw_pool(struct kxfer_pool *pool,
+				 enum kxfer_withdraw_how how);
+void kxfer_export_put(struct kxfer_export *exp);
+void kxfer_export_drained(struct kxfer_export *exp);
 void kxfer_exports_destroy_all(void);
 
 /* pool.c, for upool.c */
@@ -306,7 +333,7 @@ int kxfer_pool_add_chunk(struct kxfer_pool *pool, unsigned int *cap,
 int kxfer_pool_publish(struct kxfer_pool *pool,
 		       struct netlink_ext_ack *extack);
 void kxfer_pool_free_new(struct kxfer_pool *pool);
-void kxfer_pool_disown(struct kxfer_pool *pool);
+void kxfer_pool_disown(struct kxfer_pool *pool, enum kxfer_withdraw_how how);
 
 /* upool.c: pools over memory a process already has */
 extern atomic64_t kxfer_user_pool_mem_used;
@@ -540,8 +567,12 @@ struct kxfer_mr_reg {
  * struct kxfer_reg - an export registered on a session's PD
  * @rg_node: on the session's s_regs
  * @rg_export: the export; the registration holds no reference, export
- *	deletion removes it first (kxfer_sessions_export_removed())
+ *	deletion removes it first (kxfer_sessions_export_removed()), unless
+ *	it drains: then it holds one until the peer answers
  * @rg_gen: generation advertised for it
+ * @rg_draining: withdrawn, the peer told (EXPORT_WITHDRAW); its keys stay
+ *	valid until the peer answers or @rg_drain_end passes
+ * @rg_drain_end: the deadline of the answer (ktime_get_ns())
  * @rg_nmrs: entries in @rg_mrs
  */
 struct kxfer_reg {
@@ -549,6 +580,8 @@ struct kxfer_reg {
 	struct kxfer_export	*rg_export;
 	struct kxfer_pool	*rg_pool;	/* referenced: the MRs map it */
 	u64			rg_gen;
+	bool			rg_draining;
+	u64			rg_drain_end;
 	char			rg_name[KXFER_NAME_MAX];	/* the export's */
 	unsigned int		rg_nmrs;
 	struct kxfer_mr_reg	rg_mrs[];
@@ -566,9 +599,17 @@ struct kxfer_rmr {
 
 /**
  * struct kxfer_rexport - an export the remote advertised
+ * @rx_node: on the session's s_rexports, or, once withdrawn, on
+ *	s_rx_draining until no job of ours to it is left
+ * @rx_jobs: 1 while it is listed in s_rexports, plus one per job started
+ *	on it and not yet ended; whoever drops it to 0 says so to s_work
+ * @rx_answer: withdrawn by EXPORT_WITHDRAW: answer EXPORT_WITHDRAWN once
+ *	@rx_jobs is 0 (not after EXPORT_DEL, nor when replaced)
  */
 struct kxfer_rexport {
 	struct list_head	rx_node;
+	atomic_t		rx_jobs;
+	bool			rx_answer;
 	char			rx_name[KXFER_NAME_MAX];
 	u64			rx_len;
 	u64			rx_gen;
@@ -587,6 +628,7 @@ enum {
 	KXFER_SE_REGS,		/* exports changed: register and advertise */
 	KXFER_SE_NOTIFY,	/* NOTIFY jobs wait to send their message */
 	KXFER_SE_SUPERSEDE,	/* authenticated: end older incarnations */
+	KXFER_SE_DRAIN,		/* a withdrawn remote export has no job left */
 };
 
 struct kxfer_key;
@@ -709,10 +751,13 @@ struct kxfer_session {
 	u64			s_ka_last_ns;	/* last probe sent */
 	u64			s_ka_rtt_ns;
 	u64			s_ka_rtt_max_ns;	/* longest, session's life */
+	u64			s_ka_rtt_recent_ns;	/* decaying max, per answer */
 
 	struct list_head	s_regs;
 	unsigned int		s_exports_withheld;	/* too many MRs */
+	unsigned int		s_drains;	/* of s_regs, rg_draining */
 	struct list_head	s_rexports;
+	struct list_head	s_rx_draining;	/* withdrawn, jobs in flight */
 	unsigned int		s_rexport_mrs;	/* MR entries of s_rexports */
 	struct kxfer_ctrl_msg	*s_ka_ack;	/* a KEEPALIVE_ACK queued */
 	struct list_head	s_notifyq;	/* NOTIFY jobs, under s_lock */
@@ -730,7 +775,9 @@ struct kxfer_session {
 		u64	ih_bytes;
 	}			s_imm_halves[KXFER_NOTIFY_IMM_MAX];
 	u32			s_id;		/* KXFER_A_PEER_ID */
-	u64			s_conn_gen;	/* bumped each time it comes up */
+	/* bumped as each connection's control channel starts */
+	u64			s_conn_gen;
+	atomic_t		s_handles;	/* files' peer and remote handles */
 	struct kxfer_sess_stats	s_stats;
 
 	/* statistics and diagnosis */
@@ -770,11 +817,13 @@ void kxfer_session_wc_failed(struct kxfer_session *s, const struct ib_wc *wc,
 			     int err);
 void kxfer_sessions_device_removed(struct kxfer_device *kd);
 void kxfer_sessions_exports_changed(void);
-void kxfer_sessions_export_removed(struct kxfer_export *exp);
+void kxfer_sessions_export_removed(struct kxfer_export *exp, bool drain);
+void kxfer_sessions_pool_revoked(struct kxfer_pool *pool);
+unsigned int kxfer_drain_timeout_ms(void);
 struct kxfer_listener;
 int kxfer_session_accept(struct rdma_cm_id *id,
 			 const struct kxfer_wire_conn *conn, u32 remote_qpn,
-			 const struct kxfer_listener *l);
+			 struct kxfer_listener *l);
 void kxfer_sessions_supersede_late(struct kxfer_session *new);
 void kxfer_sessions_stop_all(void);
 void kxfer_cm_id_reap(struct rdma_cm_id *id);
@@ -799,7 +848,13 @@ void kxfer_ctrl_reset(struct kxfer_session *s);
 int kxfer_regs_sync(struct kxfer_session *s);
 void kxfer_regs_release(struct kxfer_session *s);
 int kxfer_reg_invalidate(struct kxfer_session *s, struct kxfer_reg *rg);
+bool kxfer_reg_drain_start(struct kxfer_session *s, struct kxfer_reg *rg);
+int kxfer_reg_withdrawn(struct kxfer_session *s,
+			const struct kxfer_msg_export_del *m, const char **why);
+bool kxfer_regs_drain_overdue(struct kxfer_session *s, u64 now);
 void kxfer_rexports_clear(struct kxfer_session *s);
+void kxfer_rexports_drained(struct kxfer_session *s);
+void kxfer_rexport_job_end(struct kxfer_session *s, struct kxfer_rexport *rx);
 
 /* listen.c */
 #define KXFER_MAX_ALLOW		16
@@ -835,6 +890,7 @@ struct kxfer_listener {
 	enum kxfer_listen_state	l_state;
 	atomic_t		l_accepted;
 	atomic_t		l_rejected;
+	atomic_t		l_evicted;	/* half-open sessions, for keyed nodes */
 	spinlock_t		l_log_lock;	/* the two below */
 	struct sockaddr_storage	l_last_refused;	/* for logging once */
 	int			l_last_reason;
@@ -903,6 +959,7 @@ void kxfer_keys_destroy_all(void);
 
 bool kxfer_auth_listener_refuses(const struct kxfer_listener *l,
 				 const u8 *node);
+bool kxfer_auth_node_keyed(const char *node);
 void kxfer_auth_accept_init(struct kxfer_session *s,
 			    const struct kxfer_listener *l);
 unsigned int kxfer_auth_accept_fill(const struct kxfer_session *s,
@@ -922,6 +979,7 @@ const char *kxfer_auth_expired(struct kxfer_session *s, u64 now);
 u64 kxfer_auth_time_left(const struct kxfer_session *s, u64 now);
 struct kxfer_auth_counts *kxfer_auth_counts_alloc(void);
 void kxfer_auth_counts_put(struct kxfer_auth_counts *c);
+void kxfer_auth_session_down(struct kxfer_session *s);
 void kxfer_auth_reset(struct kxfer_session *s);
 void kxfer_auth_release(struct kxfer_session *s);
 
@@ -999,6 +1057,7 @@ struct kxfer_rhandle {
 	u32			rh_peer;	/* the peer handle it came from */
 	char			rh_name[KXFER_NAME_MAX];
 	u64			rh_gen;
+	u64			rh_conn_gen;	/* s_conn_gen at lookup */
 	u64			rh_len;
 	u32			rh_access;
 };
@@ -1043,6 +1102,9 @@ bool kxfer_file_polled_inflight(struct kxfer_file *kf);
 void kxfer_file_set_poll_locked(struct kxfer_file *kf);
 void kxfer_qps_data_stop(struct kxfer_session *s);
 void kxfer_qps_data_fail(struct kxfer_session *s);
+void kxfer_qps_cut_rexport(struct kxfer_session *s,
+			   const struct kxfer_rexport *rx);
+u64 kxfer_session_ka_timeout_ns(const struct kxfer_session *s);
 void kxfer_session_get(struct kxfer_session *s);
 void kxfer_session_put(struct kxfer_session *s);
 struct kxfer_session *kxfer_session_find(const char *name);
@@ -1053,11 +1115,18 @@ void kxfer_session_notify_flush(struct kxfer_session *s);
 void kxfer_session_notify_fail(struct kxfer_session *s);
 void kxfer_notify_deliver(struct kxfer_session *s, const char *export,
 			  u64 value, u64 bytes, const void *msg, u32 msg_len);
+struct kxfer_sub;
+struct kxfer_sub *kxfer_sub_alloc(struct kxfer_file *kf, const char *name);
+void kxfer_sub_free(struct kxfer_sub *sb);
+int kxfer_sub_install(struct kxfer_sub *sb, u32 *handle);
 long kxfer_ioc_notify_sub(struct kxfer_file *kf, void __user *uarg);
 long kxfer_ioc_notify_unsub(struct kxfer_file *kf, void __user *uarg);
 void kxfer_file_drop_subs(struct kxfer_file *kf);
 void kxfer_file_free_notes(struct kxfer_file *kf);
 void kxfer_file_free_gates(struct kxfer_file *kf);
+int kxfer_gate_hold(struct kxfer_file *kf, struct kxfer_session *s);
+void kxfer_gate_unhold(struct kxfer_file *kf, struct kxfer_session *s);
+long kxfer_ioc_release(struct kxfer_file *kf, void __user *uarg);
 /* Caller holds s_mutex. */
 struct kxfer_rexport *kxfer_rexport_find(struct kxfer_session *s,
 					 const char *name);

@@ -632,7 +632,13 @@ static int kxfer_nl_export_del_doit(struct sk_buff *skb,
 
 	if (IS_ERR(name))
 		return PTR_ERR(name);
-	return kxfer_export_delete(name, NULL, info->extack);
+	/*
+	 * Not waiting for the peers: the generic netlink lock is held, and a
+	 * peer that does not answer would hold every family for the drain's
+	 * bound.  The sessions finish the withdrawal.
+	 */
+	return kxfer_export_delete(name, NULL, KXFER_WITHDRAW_NOWAIT,
+				   info->extack);
 }
 
 static int kxfer_nl_export_get_doit(struct sk_buff *skb,
@@ -851,6 +857,8 @@ static int kxfer_nl_fill_listen(struct sk_buff *skb, struct kxfer_listener *l)
 			atomic_read(&l->l_counts->ac_ok)) ||
 	    nla_put_u32(skb, KXFER_A_LISTEN_AUTH_FAILED,
 			atomic_read(&l->l_counts->ac_failed)) ||
+	    nla_put_u32(skb, KXFER_A_LISTEN_EVICTED,
+			atomic_read(&l->l_evicted)) ||
 	    (l->l_poll && nla_put_flag(skb, KXFER_A_LISTEN_POLL)))
 		return -EMSGSIZE;
 	for (i = 0; i < l->l_nallow; i++)
@@ -958,6 +966,12 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 			      s->s_ka_rtt_max_ns, KXFER_A_PEER_PAD) ||
 	    nla_put_u32(skb, KXFER_A_PEER_EXPORTS_WITHHELD,
 			s->s_exports_withheld) ||
+	    nla_put_u32(skb, KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS,
+			div_u64(kxfer_session_ka_timeout_ns(s),
+				NSEC_PER_MSEC)) ||
+	    nla_put_u32(skb, KXFER_A_PEER_HANDLES,
+			atomic_read(&s->s_handles)) ||
+	    nla_put_u32(skb, KXFER_A_PEER_DRAINING, s->s_drains) ||
 	    nla_put_u64_64bit(skb, KXFER_A_PEER_UP_NS, s->s_up_ns,
 			      KXFER_A_PEER_PAD) ||
 	    (s->s_remote_node[0] &&

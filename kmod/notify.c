@@ -240,6 +240,71 @@ void kxfer_notify_deliver(struct kxfer_session *s, const char *export,
 }
 
 /**
+ * kxfer_sub_alloc - a subscription of a file to an export, not yet live
+ * @kf: the file, which the subscription holds
+ * @name: the export's name
+ *
+ * Return: the subscription, for kxfer_sub_install() or kxfer_sub_free(),
+ * or %NULL without memory.  May sleep.
+ */
+struct kxfer_sub *kxfer_sub_alloc(struct kxfer_file *kf, const char *name)
+{
+	struct kxfer_sub *sb = kzalloc(sizeof(*sb), GFP_KERNEL);
+
+	if (!sb)
+		return NULL;
+	strscpy(sb->sb_export, name, sizeof(sb->sb_export));
+	kref_get(&kf->kf_ref);
+	sb->sb_file = kf;
+	return sb;
+}
+
+/**
+ * kxfer_sub_free - free a subscription that was never installed
+ * @sb: from kxfer_sub_alloc()
+ */
+void kxfer_sub_free(struct kxfer_sub *sb)
+{
+	kxfer_file_put(sb->sb_file);
+	kfree(sb);
+}
+
+/**
+ * kxfer_sub_install - give a subscription its handle and make it live
+ * @sb: from kxfer_sub_alloc(); on failure it stays the caller's
+ * @handle: its handle, out
+ *
+ * From here it gets the export's notifications and its file owns it.
+ * Called under kxfer_obj_mutex when it must be live before an export is
+ * (kxfer_export_create()).
+ *
+ * Return: 0, %-EMFILE or %-ENOMEM.  May sleep.
+ */
+int kxfer_sub_install(struct kxfer_sub *sb, u32 *handle)
+{
+	struct kxfer_file *kf = sb->sb_file;
+	int ret;
+
+	/*
+	 * Complete before the handle is visible: another thread may
+	 * UNSUBSCRIBE it (by guessing) the moment xa_alloc() returns, and
+	 * kxfer_sub_destroy() takes kxfer_sub_mutex, held here until the
+	 * subscription is on the list.
+	 */
+	mutex_lock(&kxfer_sub_mutex);
+	ret = xa_alloc(&kf->kf_subs, handle, sb, XA_LIMIT(1, 4096),
+		       GFP_KERNEL);
+	if (ret) {
+		mutex_unlock(&kxfer_sub_mutex);
+		return ret == -EBUSY ? -EMFILE : ret;
+	}
+	sb->sb_handle = *handle;
+	list_add_tail(&sb->sb_node, &kxfer_subs);
+	mutex_unlock(&kxfer_sub_mutex);
+	return 0;
+}
+
+/**
  * kxfer_ioc_notify_sub - KXFER_IOC_NOTIFY_SUBSCRIBE
  * @kf: the file
  * @uarg: struct kxfer_notify_sub in user memory
@@ -273,30 +338,14 @@ long kxfer_ioc_notify_sub(struct kxfer_file *kf, void __user *uarg)
 	if (ret)
 		return ret;
 
-	sb = kzalloc(sizeof(*sb), GFP_KERNEL);
+	sb = kxfer_sub_alloc(kf, ns.name);
 	if (!sb)
 		return -ENOMEM;
-	strscpy(sb->sb_export, ns.name, sizeof(sb->sb_export));
-	kref_get(&kf->kf_ref);
-	sb->sb_file = kf;
-	/*
-	 * Complete before the handle is visible: another thread may
-	 * UNSUBSCRIBE it (by guessing) the moment xa_alloc() returns, and
-	 * kxfer_sub_destroy() takes kxfer_sub_mutex, held here until the
-	 * subscription is on the list.
-	 */
-	mutex_lock(&kxfer_sub_mutex);
-	ret = xa_alloc(&kf->kf_subs, &handle, sb, XA_LIMIT(1, 4096),
-		       GFP_KERNEL);
+	ret = kxfer_sub_install(sb, &handle);
 	if (ret) {
-		mutex_unlock(&kxfer_sub_mutex);
-		kxfer_file_put(kf);
-		kfree(sb);
-		return ret == -EBUSY ? -EMFILE : ret;
+		kxfer_sub_free(sb);
+		return ret;
 	}
-	sb->sb_handle = handle;
-	list_add_tail(&sb->sb_node, &kxfer_subs);
-	mutex_unlock(&kxfer_sub_mutex);
 
 	ns.handle = handle;
 	if (copy_to_user(uarg, &ns, sizeof(ns)))

@@ -298,8 +298,9 @@ bool kxfer_session_poll_wait(struct kxfer_session *s, struct completion *done,
 
 /*
  * The polled sessions the file has jobs on, the first @max of them, into
- * @ss (may be NULL); their number.  Gates, and the session each holds,
- * live as long as the file.
+ * @ss (may be NULL: then none is referenced), each referenced; their
+ * number.  A gate may go once its jobs ended (fence.c): not its session
+ * while we poll it.
  */
 static unsigned int kxfer_file_polled(struct kxfer_file *kf,
 				      struct kxfer_session **ss,
@@ -315,8 +316,10 @@ static unsigned int kxfer_file_polled(struct kxfer_file *kf,
 	list_for_each_entry(g, &kf->kf_gates, g_node) {
 		if (!g->g_sess->s_poll || !g->g_inflight)
 			continue;
-		if (ss)
+		if (ss) {
 			ss[n] = g->g_sess;
+			kxfer_session_get(ss[n]);
+		}
 		if (++n == max)
 			break;
 	}
@@ -345,7 +348,9 @@ int kxfer_file_poll_cqs(struct kxfer_file *kf)
 	unsigned int i, n = kxfer_file_polled(kf, ss, ARRAY_SIZE(ss));
 	int done = 0;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		done += kxfer_session_poll(ss[i]);
+		kxfer_session_put(ss[i]);
+	}
 	return done;
 }

@@ -658,13 +658,15 @@ void kxfer_pool_unuse(struct kxfer_pool *pool)
 /**
  * kxfer_pool_disown - end a pool over a process's memory
  * @pool: a USER or DMABUF pool, whose owner's attachment is gone
+ * @how: whether to wait for the peers to drain its exports
  *
- * No export is made of it any more; its exports are withdrawn (LOCAL_INV
- * on every session, before this returns), then the pool leaves the
- * namespace and monitors are told.  The memory is given back when jobs in
- * flight drop their references.  May sleep.
+ * No export is made of it any more; its exports are withdrawn
+ * (kxfer_exports_withdraw_pool()), then the pool leaves the namespace and
+ * monitors are told.  The memory is given back when jobs in flight and
+ * the registrations of exports still draining drop their references.
+ * May sleep.
  */
-void kxfer_pool_disown(struct kxfer_pool *pool)
+void kxfer_pool_disown(struct kxfer_pool *pool, enum kxfer_withdraw_how how)
 {
 	/*
 	 * kxfer_export_create() refuses a disowned pool under the mutex: an
@@ -675,7 +677,7 @@ void kxfer_pool_disown(struct kxfer_pool *pool)
 	mutex_lock(&kxfer_obj_mutex);
 	pool->kp_disowned = true;
 	mutex_unlock(&kxfer_obj_mutex);
-	kxfer_exports_withdraw_pool(pool);
+	kxfer_exports_withdraw_pool(pool, how);
 	mutex_lock(&kxfer_obj_mutex);
 	pool->kp_deleted = true;
 	kxfer_nl_notify_pool(pool, false);

@@ -188,6 +188,9 @@ void kxfer_job_post(struct kxfer_task *job)
 	struct kxfer_event ev = { .type = KXFER_EV_COMPLETION };
 	unsigned long flags;
 
+	/* Nothing of it is in flight: a withdrawal may be answered. */
+	if (job->j_rx)
+		kxfer_rexport_job_end(job->j_sess, job->j_rx);
 	/* Its memory was revoked while it ran: what it moved is lost. */
 	if (pool && READ_ONCE(pool->kp_revoked))
 		kxfer_job_set_error(job, -ESTALE, 0);
@@ -594,20 +597,66 @@ void kxfer_qps_data_fail(struct kxfer_session *s)
 }
 
 /**
+ * kxfer_qps_cut_rexport - end what was not posted of jobs to an export
+ * @s: the session
+ * @rx: a remote export the peer withdrew
+ *
+ * Parts of jobs started on @rx that wait in a backlog are taken out and
+ * end their jobs with -ESTALE once what was posted of them completed: a
+ * peer that drains waits only for the data already on the wire.  Not a
+ * NOTIFY by WRITE_WITH_IMM, whose description is on its way (the peer
+ * would wait for the other half for ever): it is posted whole.  Caller
+ * holds s_mutex.
+ */
+void kxfer_qps_cut_rexport(struct kxfer_session *s,
+			   const struct kxfer_rexport *rx)
+{
+	struct kxfer_job_part *p, *tmp;
+	unsigned long flags;
+	LIST_HEAD(taken);
+	unsigned int i;
+
+	lockdep_assert_held(&s->s_mutex);
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+
+		spin_lock_irqsave(&qp->q_post_lock, flags);
+		list_for_each_entry_safe(p, tmp, &qp->q_backlog, p_node)
+			if (p->p_job->j_rx == rx && !p->p_broken &&
+			    !p->p_job->j_imm)
+				list_move_tail(&p->p_node, &taken);
+		spin_unlock_irqrestore(&qp->q_post_lock, flags);
+	}
+	list_for_each_entry_safe(p, tmp, &taken, p_node) {
+		u32 posted = DIV_ROUND_UP(p->p_posted, p->p_batch);
+
+		list_del_init(&p->p_node);
+		kxfer_job_set_error(p->p_job, -ESTALE, 0);
+		kxfer_job_batches_done(p->p_job, p->p_nbatches - posted);
+	}
+}
+
+/**
  * kxfer_job_start - hand the job's parts to their QPs
  * @job: the job, built for the session's current connection
+ * @rx: the remote export it addresses, found by the caller under s_mutex;
+ *	the job counts in its rx_jobs until it ends
  * @kick: %NULL to post now; else the parts wait in their QPs' backlogs
  *	and @kick collects the QPs, for kxfer_kick_flush() to post once
  *
  * From here the job completes by itself.  Caller holds s_mutex.
  */
-void kxfer_job_start(struct kxfer_task *job, struct kxfer_kick *kick)
+void kxfer_job_start(struct kxfer_task *job, struct kxfer_rexport *rx,
+		     struct kxfer_kick *kick)
 {
 	bool inline_post = job->j_inline;
 	unsigned long flags;
 	bool dead;
 	u32 i;
 
+	lockdep_assert_held(&job->j_sess->s_mutex);
+	atomic_inc(&rx->rx_jobs);
+	job->j_rx = rx;
 	kxfer_job_imm(job);
 
 	/*

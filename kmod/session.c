@@ -142,6 +142,48 @@ MODULE_PARM_DESC(default_depth, "Send queue depth per QP (default 256)");
 #define KXFER_RECONNECT_MIN_MS	100
 /* A keepalive answer later than this many keepalive timeouts ends a session. */
 #define KXFER_KA_ANSWER_MAX	4
+/* The timeout stretches to this many recent probe round trips. */
+#define KXFER_KA_RTT_FACTOR	4
+
+/**
+ * kxfer_session_ka_timeout_ns - how long a session may go without a sign
+ *	of life
+ * @s: the session
+ *
+ * keepalive_timeout_ms, or KXFER_KA_RTT_FACTOR times the recent round
+ * trip of the probes when that is longer: under one-sided traffic the
+ * signs of life this side gets (the peer's answers, and its NIC's
+ * acknowledgments of our probes) ride the peer's queue behind its data,
+ * and a queue that the probes measured seconds deep is no dead peer.  At
+ * most KXFER_KA_ANSWER_MAX keepalive timeouts, so that a peer that dies
+ * after a busy spell is still noticed within that.  Any context.
+ *
+ * Return: nanoseconds.
+ */
+u64 kxfer_session_ka_timeout_ns(const struct kxfer_session *s)
+{
+	u64 base = (u64)READ_ONCE(kxfer_keepalive_timeout_ms) * NSEC_PER_MSEC;
+	u64 rtt = READ_ONCE(s->s_ka_rtt_recent_ns) * KXFER_KA_RTT_FACTOR;
+
+	return clamp(rtt, base, base * KXFER_KA_ANSWER_MAX);
+}
+
+/**
+ * kxfer_drain_timeout_ms - how long a peer may take to drain an export
+ *
+ * The peer answers a withdrawal once its jobs to the export completed: the
+ * data it had in flight (bounded by qp_inflight_mb per QP) is acknowledged,
+ * then the answer rides its QP 0 behind what it queued there.  A keepalive
+ * answer waits behind the same queue and may take KXFER_KA_ANSWER_MAX
+ * keepalive timeouts before the session ends; a drain gets one timeout
+ * more, for the request's own way there.
+ *
+ * Return: milliseconds (25000 with the default keepalive_timeout_ms).
+ */
+unsigned int kxfer_drain_timeout_ms(void)
+{
+	return (KXFER_KA_ANSWER_MAX + 1) * READ_ONCE(kxfer_keepalive_timeout_ms);
+}
 /* A connector failing again for the same reason says so this often. */
 #define KXFER_SAY_AGAIN_MS	30000
 
@@ -584,6 +626,7 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 	clear_bit(KXFER_SE_RX, &s->s_events);
 	clear_bit(KXFER_SE_TX, &s->s_events);
 	clear_bit(KXFER_SE_REGS, &s->s_events);
+	clear_bit(KXFER_SE_DRAIN, &s->s_events);
 	clear_bit(KXFER_SE_FAIL, &s->s_events);
 }
 
@@ -724,6 +767,8 @@ static void kxfer_session_say_down(struct kxfer_session *s,
 	s->s_said_ns = now;
 }
 
+static void kxfer_penalty_add(const struct sockaddr_storage *src);
+
 /* Caller holds s_mutex.  The session failed: tear down, then retry. */
 static void kxfer_session_down(struct kxfer_session *s)
 {
@@ -738,6 +783,11 @@ static void kxfer_session_down(struct kxfer_session *s)
 	s->s_last_errno = s->s_fail_errno;
 	spin_unlock_irqrestore(&s->s_lock, flags);
 
+	kxfer_auth_session_down(s);
+	/* A handshake that failed counts against its address. */
+	if (s->s_role == KXFER_PEER_ACCEPTOR &&
+	    s->s_auth.sa_result == KXFER_PEER_AUTH_FAILED)
+		kxfer_penalty_add(&s->s_dst);
 	kxfer_session_teardown(s);
 	s->s_state = KXFER_PEER_DOWN;
 	if (prev == KXFER_PEER_UP)
@@ -767,6 +817,10 @@ static void kxfer_session_ctrl_start(struct kxfer_session *s)
 	u64 now;
 
 	s->s_ctrl_up = true;
+	/* Handles and held jobs of the last connection are stale now. */
+	s->s_conn_gen++;
+	/* The last connection's queue says nothing of this one's. */
+	s->s_ka_rtt_recent_ns = 0;
 	/* First of all: tell a newer acceptor what we speak too. */
 	if (s->s_role == KXFER_PEER_CONNECTOR && s->s_peer_features) {
 		struct kxfer_msg_hello h = {
@@ -856,13 +910,14 @@ static void kxfer_session_work(struct work_struct *work)
 	}
 	if (test_and_clear_bit(KXFER_SE_NOTIFY, &s->s_events))
 		kxfer_session_notify_flush(s);
+	if (test_and_clear_bit(KXFER_SE_DRAIN, &s->s_events))
+		kxfer_rexports_drained(s);
 	clear_bit(KXFER_SE_TX, &s->s_events);
 	kxfer_ctrl_flush(s);
 
 	if (s->s_state == KXFER_PEER_CONNECTING && s->s_sent_sync &&
 	    s->s_got_sync && !test_bit(KXFER_SE_FAIL, &s->s_events)) {
 		s->s_state = KXFER_PEER_UP;
-		s->s_conn_gen++;
 		s->s_up_ns = kxfer_now_ns() - s->s_start_ns;
 		s->s_backoff_ms = 0;
 		kxfer_info("peer %s: up, %u QP%s on %s, remote node %s\n",
@@ -956,7 +1011,7 @@ static void kxfer_session_timer(struct work_struct *work)
 			kxfer_session_timer_in(s, kxfer_keepalive_ms, left);
 			break;
 		}
-		if (idle > (u64)kxfer_keepalive_timeout_ms * NSEC_PER_MSEC) {
+		if (idle > kxfer_session_ka_timeout_ns(s)) {
 			kxfer_session_fail(s, -ETIMEDOUT, "keepalive timeout");
 			break;
 		}
@@ -972,6 +1027,9 @@ static void kxfer_session_timer(struct work_struct *work)
 					   "keepalive answer overdue");
 			break;
 		}
+		/* A peer that does not drain what we withdraw: the only way. */
+		if (kxfer_regs_drain_overdue(s, now))
+			break;
 		if (kxfer_session_probe_due(s, now)) {
 			struct kxfer_msg_keepalive ka = {};
 
@@ -1020,6 +1078,7 @@ static struct kxfer_session *kxfer_session_alloc(const char *name,
 	INIT_LIST_HEAD(&s->s_txq);
 	INIT_LIST_HEAD(&s->s_regs);
 	INIT_LIST_HEAD(&s->s_rexports);
+	INIT_LIST_HEAD(&s->s_rx_draining);
 	INIT_LIST_HEAD(&s->s_notifyq);
 	kxfer_session_poll_init(s);
 	s->s_id = atomic_inc_return(&kxfer_session_ids);
@@ -1274,27 +1333,137 @@ void kxfer_sessions_supersede_late(struct kxfer_session *new)
 }
 
 /*
- * A session whose other QPs never come holds its QPs and receive buffers
- * until the connect timeout: bound how many one address can leave so
- * (max_half_open, 0 for no bound).  Sessions failing already (a
- * superseded incarnation's) do not count.  Caller holds kxfer_sess_mutex.
+ * Addresses whose accepting sessions failed their handshake (a proof that
+ * does not match, a message out of turn or before it ended, a handshake
+ * out of time, an eviction): an address with max_half_open such failures
+ * in a row, none KXFER_PENALTY_MS apart, is slowed down to one half-open
+ * session at a time for the names no key is bound to, until it has gone
+ * KXFER_PENALTY_MS without a failure.  A node whose name has a key is not
+ * slowed down: it proves who it is (kxfer_half_open_admit()).  A small
+ * table, the least recently failing address making room.
  */
-static bool kxfer_too_many_half_open(const struct sockaddr_storage *src)
+#define KXFER_PENALTY_SLOTS	64
+#define KXFER_PENALTY_MS	30000
+
+struct kxfer_penalty {
+	struct sockaddr_storage	pe_addr;
+	u64			pe_last_ns;	/* last failure, 0: unused */
+	unsigned int		pe_fails;	/* in a row */
+};
+
+static struct kxfer_penalty kxfer_penalties[KXFER_PENALTY_SLOTS];
+static DEFINE_SPINLOCK(kxfer_penalty_lock);
+
+static bool kxfer_penalty_live(const struct kxfer_penalty *pe, u64 now)
+{
+	return pe->pe_last_ns &&
+	       now - pe->pe_last_ns < (u64)KXFER_PENALTY_MS * NSEC_PER_MSEC;
+}
+
+/* An accepting session from @src failed its handshake. */
+static void kxfer_penalty_add(const struct sockaddr_storage *src)
+{
+	struct kxfer_penalty *pe, *slot = &kxfer_penalties[0];
+	u64 now = kxfer_now_ns();
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&kxfer_penalty_lock, flags);
+	for (i = 0; i < KXFER_PENALTY_SLOTS; i++) {
+		pe = &kxfer_penalties[i];
+		if (pe->pe_last_ns && kxfer_same_host(&pe->pe_addr, src)) {
+			slot = pe;
+			break;
+		}
+		if (pe->pe_last_ns < slot->pe_last_ns)
+			slot = pe;
+	}
+	if (!kxfer_penalty_live(slot, now) ||
+	    !kxfer_same_host(&slot->pe_addr, src)) {
+		memcpy(&slot->pe_addr, src, sizeof(slot->pe_addr));
+		slot->pe_fails = 0;
+	}
+	slot->pe_fails++;
+	slot->pe_last_ns = now;
+	spin_unlock_irqrestore(&kxfer_penalty_lock, flags);
+}
+
+/* Is @src slowed down to one half-open session of an unkeyed name? */
+static bool kxfer_penalized(const struct sockaddr_storage *src,
+			    unsigned int max)
+{
+	u64 now = kxfer_now_ns();
+	unsigned long flags;
+	bool slow = false;
+	unsigned int i;
+
+	spin_lock_irqsave(&kxfer_penalty_lock, flags);
+	for (i = 0; i < KXFER_PENALTY_SLOTS; i++) {
+		const struct kxfer_penalty *pe = &kxfer_penalties[i];
+
+		if (kxfer_penalty_live(pe, now) &&
+		    kxfer_same_host(&pe->pe_addr, src)) {
+			slow = pe->pe_fails >= max;
+			break;
+		}
+	}
+	spin_unlock_irqrestore(&kxfer_penalty_lock, flags);
+	return slow;
+}
+
+static bool kxfer_half_open(struct kxfer_session *s,
+			    const struct sockaddr_storage *src)
+{
+	return s->s_role == KXFER_PEER_ACCEPTOR &&
+	       READ_ONCE(s->s_state) == KXFER_PEER_CONNECTING &&
+	       (!READ_ONCE(s->s_ctrl_up) || kxfer_auth_pending(s)) &&
+	       !test_bit(KXFER_SE_FAIL, &s->s_events) &&
+	       kxfer_same_host(&s->s_dst, src);
+}
+
+/*
+ * A session whose other QPs never come, or whose handshake never ends,
+ * holds its QPs and receive buffers until its deadline: bound how many
+ * one address can leave so (max_half_open, 0 for no bound; one at a time
+ * from an address that keeps failing handshakes, kxfer_penalty_add()).
+ * Sessions failing already (a superseded incarnation's) do not count.
+ * A connector claiming a name a key is bound to (@node) gets in all the
+ * same: it will prove the key or fail, and the oldest half-open session
+ * of its address makes room for it, so that a neighbour on its host
+ * cannot keep a node out by holding the slots of their common address.
+ * Caller holds kxfer_sess_mutex.
+ *
+ * Return: 0, or -EUSERS to refuse the session.
+ */
+static int kxfer_half_open_admit(const struct sockaddr_storage *src,
+				 const char *node, struct kxfer_listener *l)
 {
 	unsigned int n = 0, max = READ_ONCE(kxfer_max_half_open);
-	struct kxfer_session *s;
+	struct kxfer_session *s, *oldest = NULL;
+	bool keyed = kxfer_auth_node_keyed(node);
 
 	lockdep_assert_held(&kxfer_sess_mutex);
+	if (!keyed && kxfer_penalized(src, max ?: 16))
+		max = 1;
 	if (!max)
-		return false;
-	list_for_each_entry(s, &kxfer_sessions, s_node)
-		if (s->s_role == KXFER_PEER_ACCEPTOR &&
-		    READ_ONCE(s->s_state) == KXFER_PEER_CONNECTING &&
-		    (!READ_ONCE(s->s_ctrl_up) || kxfer_auth_pending(s)) &&
-		    !test_bit(KXFER_SE_FAIL, &s->s_events) &&
-		    kxfer_same_host(&s->s_dst, src))
-			n++;
-	return n >= max;
+		return 0;
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		if (!kxfer_half_open(s, src))
+			continue;
+		n++;
+		if (!oldest || s->s_start_ns < oldest->s_start_ns)
+			oldest = s;
+	}
+	if (n < max)
+		return 0;
+	if (!keyed || !oldest)
+		return -EUSERS;
+	pr_info_ratelimited("kxfer: listener: evicting half-open session %s of the address of a node with a key (%s)\n",
+			    oldest->s_name, node);
+	atomic_inc(&l->l_evicted);
+	kxfer_session_fail(oldest, -EUSERS,
+			   "evicted: its address's half-open sessions are full");
+	return 0;
 }
 
 /**
@@ -1312,11 +1481,12 @@ static bool kxfer_too_many_half_open(const struct sockaddr_storage *src)
  *
  * Return: 0 (the id now belongs to the session) or a negative errno
  * (the caller refuses the request and destroys the id): %-EUSERS when
- * the source has max_half_open sessions connecting already.
+ * the source has as many half-open sessions as it may
+ * (kxfer_half_open_admit()).
  */
 int kxfer_session_accept(struct rdma_cm_id *id,
 			 const struct kxfer_wire_conn *conn, u32 remote_qpn,
-			 const struct kxfer_listener *l)
+			 struct kxfer_listener *l)
 {
 	u64 sid = le64_to_cpu(conn->wc_session_id);
 	unsigned int idx = conn->wc_qp_index;
@@ -1335,9 +1505,10 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 		    !strcmp(s->s_remote_node, node))
 			break;
 	if (list_entry_is_head(s, &kxfer_sessions, s_node)) {
-		if (kxfer_too_many_half_open(&id->route.addr.dst_addr)) {
+		ret = kxfer_half_open_admit(&id->route.addr.dst_addr, node, l);
+		if (ret) {
 			mutex_unlock(&kxfer_sess_mutex);
-			return -EUSERS;
+			return ret;
 		}
 		s = kxfer_session_alloc(node, KXFER_PEER_ACCEPTOR,
 					conn->wc_qp_count, kxfer_default_depth);
@@ -1574,13 +1745,18 @@ void kxfer_sessions_exports_changed(void)
 
 /**
  * kxfer_sessions_export_removed - withdraw an export from every session
- * @exp: the export, already off kxfer_exports
+ * @exp: the export, already off kxfer_exports; the caller holds it
+ * @drain: let peers that speak KXFER_WIRE_F_DRAIN finish their jobs first
  *
- * Invalidates its memory regions (LOCAL_INV, waited for) and tells the
- * peers, before returning; a session that has it nowhere but withholds
- * exports counts them again.  May sleep.
+ * On a session whose peer drains (with @drain), the peer is told
+ * (EXPORT_WITHDRAW) and the registration stays, holding @exp and counted
+ * in its ke_drains, until the peer answers or the session ends
+ * (kxfer_reg_drain_start()).  On the others its memory regions are
+ * invalidated (LOCAL_INV, waited for) and the peer is told, before this
+ * returns.  A session that has it nowhere but withholds exports counts
+ * them again.  May sleep.
  */
-void kxfer_sessions_export_removed(struct kxfer_export *exp)
+void kxfer_sessions_export_removed(struct kxfer_export *exp, bool drain)
 {
 	struct kxfer_msg_export_del del = {};
 	struct kxfer_session *s;
@@ -1592,9 +1768,11 @@ void kxfer_sessions_export_removed(struct kxfer_export *exp)
 		mutex_lock(&s->s_mutex);
 		had = false;
 		list_for_each_entry(rg, &s->s_regs, rg_node) {
-			if (rg->rg_export != exp)
+			if (rg->rg_export != exp || rg->rg_draining)
 				continue;
 			had = true;
+			if (drain && kxfer_reg_drain_start(s, rg))
+				break;
 			list_del(&rg->rg_node);
 			kxfer_reg_invalidate(s, rg);
 			strscpy(del.md_name, exp->ke_name, sizeof(del.md_name));
@@ -1613,6 +1791,31 @@ void kxfer_sessions_export_removed(struct kxfer_export *exp)
 			set_bit(KXFER_SE_REGS, &s->s_events);
 			queue_work(kxfer_wq, &s->s_work);
 		}
+		mutex_unlock(&s->s_mutex);
+	}
+	mutex_unlock(&kxfer_sess_mutex);
+}
+
+/**
+ * kxfer_sessions_pool_revoked - invalidate what still drains of a pool
+ * @pool: a pool whose memory its exporter took back (upool.c)
+ *
+ * Exports of @pool withdrawn earlier may still wait for a peer's answer,
+ * their keys valid: they die now.  The registrations stay, without MRs,
+ * until the answers come or the sessions end, so that an answer is still
+ * one to a withdrawal this side asked for.  May sleep.
+ */
+void kxfer_sessions_pool_revoked(struct kxfer_pool *pool)
+{
+	struct kxfer_session *s;
+	struct kxfer_reg *rg;
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		mutex_lock(&s->s_mutex);
+		list_for_each_entry(rg, &s->s_regs, rg_node)
+			if (rg->rg_draining && rg->rg_pool == pool)
+				kxfer_reg_invalidate(s, rg);
 		mutex_unlock(&s->s_mutex);
 	}
 	mutex_unlock(&kxfer_sess_mutex);

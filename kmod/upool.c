@@ -315,7 +315,7 @@ static void kxfer_upool_undo(struct kxfer_file *kf, u32 handle,
 {
 	if (xa_cmpxchg(&kf->kf_pools, handle, pool, NULL, 0) != pool)
 		return;
-	kxfer_pool_disown(pool);
+	kxfer_pool_disown(pool, KXFER_WITHDRAW_NOWAIT);
 	kxfer_pool_unuse(pool);
 }
 
@@ -477,7 +477,9 @@ static void kxfer_upool_revoke(void *priv)
 	WRITE_ONCE(pool->kp_revoked, true);
 	/* Pairs with the barrier in kxfer_pool_job_begin(). */
 	smp_mb();
-	kxfer_exports_withdraw_pool(pool);
+	/* The exporter wants it now: no peer is asked to drain. */
+	kxfer_exports_withdraw_pool(pool, KXFER_WITHDRAW_NOW);
+	kxfer_sessions_pool_revoked(pool);
 	wait_var_event(&pool->kp_jobs, !atomic_read(&pool->kp_jobs));
 }
 #endif
@@ -725,7 +727,7 @@ long kxfer_ioc_export_add(struct kxfer_file *kf, void __user *uarg)
 
 	if (copy_from_user(&a, uarg, sizeof(a)))
 		return -EFAULT;
-	if (a.flags || a.pad ||
+	if ((a.flags & ~KXFER_EXPORT_SUBSCRIBE) || a.pad ||
 	    !kxfer_upool_zero(a.reserved, sizeof(a.reserved)) ||
 	    !kxfer_name_valid(a.name) ||
 	    (a.peer[0] && !kxfer_name_valid(a.peer)))
@@ -754,7 +756,16 @@ long kxfer_ioc_export_add(struct kxfer_file *kf, void __user *uarg)
 		args.from = a.from_family ? &from : NULL;
 		args.access = a.access;
 		args.file = kf;
-		ret = kxfer_export_create(&args, NULL, pool, NULL);
+		ret = -ENOMEM;
+		if (a.flags & KXFER_EXPORT_SUBSCRIBE)
+			args.sub = kxfer_sub_alloc(kf, a.name);
+		if (args.sub || !(a.flags & KXFER_EXPORT_SUBSCRIBE))
+			ret = kxfer_export_create(&args, NULL, pool, NULL);
+		/* With the subscription, its handle is the answer. */
+		if (!ret && args.sub)
+			ret = args.sub_handle;
+		else if (ret && args.sub)
+			kxfer_sub_free(args.sub);
 	}
 	kxfer_pool_put(pool);
 	return ret;
@@ -774,9 +785,12 @@ long kxfer_ioc_export_del(struct kxfer_file *kf, void __user *uarg)
 
 	if (copy_from_user(&d, uarg, sizeof(d)))
 		return -EFAULT;
-	if (d.flags || d.reserved0 ||
+	if ((d.flags & ~KXFER_EXPORT_DEL_NOWAIT) || d.reserved0 ||
 	    !kxfer_upool_zero(d.reserved, sizeof(d.reserved)) ||
 	    !kxfer_name_valid(d.name))
 		return -EINVAL;
-	return kxfer_export_delete(d.name, kf, NULL);
+	return kxfer_export_delete(d.name, kf,
+				   d.flags & KXFER_EXPORT_DEL_NOWAIT ?
+				   KXFER_WITHDRAW_NOWAIT : KXFER_WITHDRAW_WAIT,
+				   NULL);
 }

@@ -339,6 +339,8 @@ int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
 		return 0;
 	}
 	case KXFER_MSG_EXPORT_DEL:
+	case KXFER_MSG_EXPORT_WITHDRAW:
+	case KXFER_MSG_EXPORT_WITHDRAWN:
 		if (len != sizeof(struct kxfer_msg_export_del))
 			goto bad_len;
 		if (kxfer_wire_check_name(((const struct kxfer_msg_export_del *)

@@ -90,7 +90,16 @@ struct kxfer_wire_accept {
  * the connector then answers with a HELLO that has it and a CHALLENGE.
  */
 #define KXFER_WIRE_F_AUTH	(1U << 1)
-#define KXFER_WIRE_FEATURES	(KXFER_WIRE_F_NOTIFY_MSG | KXFER_WIRE_F_AUTH)
+/*
+ * Withdrawal that drains: the exporter announces a withdrawal
+ * (EXPORT_WITHDRAW), the peer refuses new jobs to the export, lets the
+ * ones it posted finish and answers (EXPORT_WITHDRAWN); only then are the
+ * keys invalidated.  Without it, the keys die first and a peer still
+ * writing loses its session.
+ */
+#define KXFER_WIRE_F_DRAIN	(1U << 2)
+#define KXFER_WIRE_FEATURES	(KXFER_WIRE_F_NOTIFY_MSG | KXFER_WIRE_F_AUTH | \
+				 KXFER_WIRE_F_DRAIN)
 
 /* rdma_reject() private data: why. */
 struct kxfer_wire_reject {
@@ -122,6 +131,8 @@ enum kxfer_msg_type {
 	KXFER_MSG_AUTH_CHALLENGE,	/* connector: its nonce and proof */
 	KXFER_MSG_AUTH_REPLY,		/* acceptor: its proof */
 	KXFER_MSG_AUTH_FAIL,		/* either: why it ends the session */
+	KXFER_MSG_EXPORT_WITHDRAW,	/* an export goes: drain, then answer */
+	KXFER_MSG_EXPORT_WITHDRAWN,	/* nothing of ours is left in flight */
 	__KXFER_MSG_MAX,
 };
 
@@ -161,6 +172,11 @@ struct kxfer_msg_export {
 	((KXFER_CTRL_MSG_SIZE - sizeof(struct kxfer_msg_export)) / \
 	 sizeof(struct kxfer_wire_mr))
 
+/*
+ * EXPORT_DEL, and with KXFER_WIRE_F_DRAIN, EXPORT_WITHDRAW (the exporter:
+ * this export is going) and EXPORT_WITHDRAWN (the peer: none of its jobs
+ * to it is left in flight, it forgot it), which have the same layout.
+ */
 struct kxfer_msg_export_del {
 	struct kxfer_msg_hdr	md_hdr;
 	__u8	md_name[KXFER_WIRE_NAME_MAX];

@@ -128,7 +128,7 @@ static struct timespec t_start;
 enum call {
 	C_QUERY, C_ATTACH, C_DETACH, C_PEER, C_REMOTE, C_SUBMIT, C_REAP,
 	C_NSUB, C_NUNSUB, C_PUSER, C_PDMABUF, C_EXPADD, C_EXPDEL, C_UNKNOWN,
-	C_MMAP, C_CLOSE, C_ARENA, C_RSETUP, C_RMSG, C_NCALLS
+	C_MMAP, C_CLOSE, C_ARENA, C_RSETUP, C_RMSG, C_RELEASE, C_NCALLS
 };
 
 static const char *const call_name[C_NCALLS] = {
@@ -136,7 +136,7 @@ static const char *const call_name[C_NCALLS] = {
 	"SUBMIT", "REAP", "NOTIFY_SUBSCRIBE", "NOTIFY_UNSUBSCRIBE",
 	"POOL_USER", "POOL_DMABUF", "EXPORT_ADD", "EXPORT_DEL",
 	"unknown-ioctl", "mmap", "close-under-use", "arena-remap",
-	"RING_SETUP", "RING_MSG",
+	"RING_SETUP", "RING_MSG", "RELEASE",
 };
 
 /* errnos each call may return: kmod/chardev.c, kmod/job.c, kmod/event.c, kmod/handle.c, kmod/pool.c */
@@ -156,7 +156,7 @@ static const int set_puser[] = { EFAULT, EINVAL, EEXIST, EACCES, EOPNOTSUPP,
 static const int set_pdmabuf[] = { EFAULT, EINVAL, EBADF, ENODEV, EOPNOTSUPP,
 				   EEXIST, ENOSPC, EPERM, EMFILE, ENOMEM, 0 };
 static const int set_expadd[] = { EFAULT, EINVAL, ENOENT, EPERM, ERANGE,
-				  EEXIST, ENOMEM, 0 };
+				  EEXIST, ENOMEM, EMFILE, 0 };
 static const int set_expdel[] = { EFAULT, EINVAL, ENOENT, EPERM, 0 };
 static const int set_unknown[] = { ENOTTY, 0 };
 /* mmap: the module's ENXIO/EINVAL, the core's EINVAL/ENOMEM/EOVERFLOW */
@@ -164,6 +164,8 @@ static const int set_mmap[] = { EINVAL, ENXIO, ENOMEM, EOVERFLOW, 0 };
 /* event.c: the mapped ring */
 static const int set_rsetup[] = { EFAULT, EINVAL, ENOMEM, 0 };
 static const int set_rmsg[] = { EFAULT, EINVAL, ENOENT, ENOSPC, ENOMEM, 0 };
+/* handle.c */
+static const int set_release[] = { EFAULT, EINVAL, ENOENT, 0 };
 /* the arena's own mmap/mprotect/madvise calls */
 static const int set_arena[] = { ENOMEM, EEXIST, 0 };
 /*
@@ -177,7 +179,7 @@ static const int *const call_set[C_NCALLS] = {
 	set_query, set_attach, set_detach, set_lookup, set_lookup, set_submit,
 	set_reap, set_nsub, set_detach, set_puser, set_pdmabuf, set_expadd,
 	set_expdel, set_unknown, set_mmap, set_unknown, set_arena,
-	set_rsetup, set_rmsg,
+	set_rsetup, set_rmsg, set_release,
 };
 
 static atomic_ulong n_calls[C_NCALLS];
@@ -821,7 +823,7 @@ static int do_ioctl(int fd, unsigned long cmd, void *arg, int *err)
 
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	ret = ioctl(fd, cmd, arg);
-	*err = ret ? errno : 0;
+	*err = ret < 0 ? errno : 0;
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	call_us = (b.tv_sec - a.tv_sec) * 1000000 +
 		  (b.tv_nsec - a.tv_nsec) / 1000;
@@ -949,7 +951,7 @@ static void fz_detach(struct thr *t, struct kfd *k)
 		d.flags = rval(&t->rng);
 	if (chance(&t->rng, 6))
 		d.reserved = rval(&t->rng);
-	if (d.flags || d.reserved)
+	if ((d.flags & ~KXFER_POOL_DETACH_NOWAIT) || d.reserved)
 		exact = EINVAL;
 	else if (!d.handle || d.handle > limits.max_pools_per_fd)
 		exact = ENOENT;
@@ -1088,6 +1090,53 @@ static void fz_remote(struct thr *t, struct kfd *k)
 	}
 	if (is_uname(rl.name, "fzx"))
 		atomic_fetch_add(&n_uxlookups, 1);
+}
+
+/*
+ * RELEASE, of the handles the file uses for its jobs as well: jobs on one
+ * released are refused (ENOENT) until a lookup stores a new one.
+ */
+static void fz_release(struct thr *t, struct kfd *k)
+{
+	struct kxfer_release r = {}, in, good;
+	enum ptr_kind pk = pick_ptr(t);
+	atomic_uint *known;
+	int ret, err, exact = -1;
+	void *p;
+
+	r.kind = chance(&t->rng, 2) ? KXFER_HANDLE_PEER : KXFER_HANDLE_REMOTE;
+	known = r.kind == KXFER_HANDLE_PEER ? &k->peer :
+		chance(&t->rng, 2) ? &k->rem_rw : &k->rem_ro;
+	r.handle = pick_handle(t, known);
+	if (chance(&t->rng, 8))
+		r.kind = (__u32)rval(&t->rng);
+	if (chance(&t->rng, 6))
+		r.flags = (__u32)rval(&t->rng);
+	if (chance(&t->rng, 6))
+		r.reserved = (__u32)rval(&t->rng);
+	if (r.flags || r.reserved ||
+	    (r.kind != KXFER_HANDLE_PEER && r.kind != KXFER_HANDLE_REMOTE))
+		exact = EINVAL;
+	else if (!r.handle)
+		exact = ENOENT;
+	in = r;
+	p = place(t, pk, &r, sizeof(r), &good, 0);
+	if (ptr_faults(pk) || pk == P_CROSS)
+		exact = EFAULT;
+	snprintf(t->desc, sizeof(t->desc),
+		 "RELEASE fd %d arg %s %p kind %u handle %u flags 0x%x reserved %x",
+		 k->fd, ptr_name[pk], p, in.kind, in.handle, in.flags,
+		 in.reserved);
+	ret = do_ioctl(k->fd, KXFER_IOC_RELEASE, p, &err);
+	check_errno(t, C_RELEASE, ret, err, exact, NULL);
+	if (!ptr_faults(pk) && pk != P_CROSS && memcmp(p, &in, sizeof(in)))
+		fail(t, "RELEASE wrote to its argument");
+	if (!ret) {
+		__u32 h = in.handle;
+
+		/* Ours no more; a job on it now is refused (ENOENT). */
+		atomic_compare_exchange_strong(known, &h, 0);
+	}
 }
 
 /*
@@ -2731,9 +2780,9 @@ static void fz_expadd(struct thr *t, struct kfd *k)
 	if (m == 9)
 		e.reserved[rbelow(&t->rng, 2)] = rval(&t->rng);
 
-	if (e.flags || e.pad || e.reserved[0] || e.reserved[1] ||
-	    !name_valid(e.name) || (e.peer[0] && !name_valid(e.peer)) ||
-	    !from_ok(&e))
+	if ((e.flags & ~KXFER_EXPORT_SUBSCRIBE) || e.pad || e.reserved[0] ||
+	    e.reserved[1] || !name_valid(e.name) ||
+	    (e.peer[0] && !name_valid(e.peer)) || !from_ok(&e))
 		exact = EINVAL;
 	else if (!uexports_allowed)
 		exact = EPERM;
@@ -2770,6 +2819,14 @@ static void fz_expadd(struct thr *t, struct kfd *k)
 		 in.from_addr[3], in.pad, (unsigned long long)in.reserved[0],
 		 (unsigned long long)in.reserved[1]);
 	ret = do_ioctl(k->fd, KXFER_IOC_EXPORT_ADD, p, &err);
+	/* Subscribed as it exports: the subscription's handle, > 0. */
+	if (ret > 0) {
+		if (!(in.flags & KXFER_EXPORT_SUBSCRIBE) || ret > 4096)
+			fail(t, "EXPORT_ADD returned %d", ret);
+		ret = 0;
+	} else if (!ret && (in.flags & KXFER_EXPORT_SUBSCRIBE)) {
+		fail(t, "EXPORT_ADD with KXFER_EXPORT_SUBSCRIBE returned 0");
+	}
 	check_errno(t, C_EXPADD, ret, err, exact, NULL);
 	if (!ptr_faults(pk) && pk != P_CROSS && memcmp(p, &in, sizeof(in)))
 		fail(t, "EXPORT_ADD wrote to its argument");
@@ -2850,8 +2907,8 @@ static void fz_expdel(struct thr *t, struct kfd *k)
 	}
 	/* Nobody withdraws the administrator's or another file's export. */
 	refuse = r >= 6;
-	if (d.flags || d.reserved0 || d.reserved[0] || d.reserved[1] ||
-	    !name_valid(d.name))
+	if ((d.flags & ~KXFER_EXPORT_DEL_NOWAIT) || d.reserved0 ||
+	    d.reserved[0] || d.reserved[1] || !name_valid(d.name))
 		exact = EINVAL;
 	else if (r == 6 || r == 7)
 		exact = (r == 6 ? rw_len : ro_len) ? EPERM : -1;
@@ -2957,7 +3014,7 @@ static void fz_unknown(struct thr *t, struct kfd *k)
 		KXFER_IOC_NOTIFY_UNSUBSCRIBE, KXFER_IOC_POOL_USER,
 		KXFER_IOC_POOL_DMABUF, KXFER_IOC_EXPORT_ADD,
 		KXFER_IOC_EXPORT_DEL, KXFER_IOC_CANCEL,
-		KXFER_IOC_RING_SETUP, KXFER_IOC_RING_MSG,
+		KXFER_IOC_RING_SETUP, KXFER_IOC_RING_MSG, KXFER_IOC_RELEASE,
 	};
 	unsigned long cmd;
 	unsigned int i, nr, size, dir;
@@ -3225,6 +3282,8 @@ static void fz_one(struct thr *t, struct kfd *k, bool victim)
 		fz_arena(t);
 	else if (r < 98)
 		fz_burst(t, k);
+	else if (r < 99)
+		fz_release(t, k);
 	else
 		fz_submit(t, k);
 }

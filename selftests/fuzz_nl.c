@@ -199,6 +199,7 @@ static const struct attr a_listen[] = {
 	[KXFER_A_LISTEN_AUTH_OK] = { T_U32 },
 	[KXFER_A_LISTEN_AUTH_FAILED] = { T_U32 },
 	[KXFER_A_LISTEN_POLL] = { T_FLAG },
+	[KXFER_A_LISTEN_EVICTED] = { T_U32 },
 };
 
 static const struct attr a_prefix[] = {
@@ -235,6 +236,9 @@ static const struct attr a_peer[] = {
 	[KXFER_A_PEER_POLL] = { T_FLAG },
 	[KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS] = { T_U64 },
 	[KXFER_A_PEER_EXPORTS_WITHHELD] = { T_U32 },
+	[KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS] = { T_U32 },
+	[KXFER_A_PEER_HANDLES] = { T_U32 },
+	[KXFER_A_PEER_DRAINING] = { T_U32 },
 };
 
 static const struct attr a_qp[] = {

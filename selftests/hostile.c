@@ -16,6 +16,8 @@
  *   hostile [OPTIONS] expflood N  N exports of 4096 MRs, one MR each
  *   hostile [OPTIONS] halfflood N MAX  N sessions left half open: the
  *                                 first MAX are accepted, the rest refused
+ *   hostile [OPTIONS] hold N NODE  N sessions as NODE whose handshake never
+ *                                 ends, opened again when a ends them (-H)
  *   hostile [OPTIONS] claim NODE  connect as node NODE (any name), and with
  *                                 -e check the exports a advertises to it
  *   hostile [OPTIONS] poison      as node "evilw", break a's QP 0 with a bad
@@ -103,12 +105,14 @@ enum { REJ_MALFORMED = 1, REJ_VERSION, REJ_NOT_ALLOWED, REJ_BUSY, REJ_DEVICE,
 enum { MSG_CREDIT = 1, MSG_EXPORT_ADD, MSG_EXPORT_DEL, MSG_SYNC_DONE,
 	MSG_KEEPALIVE, MSG_KEEPALIVE_ACK, MSG_NOTIFY, MSG_NOTIFY_DESC,
 	MSG_HELLO, MSG_NOTIFY_MSG, MSG_AUTH_CHALLENGE, MSG_AUTH_REPLY,
-	MSG_AUTH_FAIL, MSG_FIRST_UNKNOWN };
+	MSG_AUTH_FAIL, MSG_EXPORT_WITHDRAW, MSG_EXPORT_WITHDRAWN,
+	MSG_FIRST_UNKNOWN };
 
 /* Feature bits of the accept and of HELLO */
 #define F_NOTIFY_MSG	(1u << 0)
 #define F_AUTH		(1u << 1)
-#define F_KNOWN		(F_NOTIFY_MSG | F_AUTH)
+#define F_DRAIN		(1u << 2)	/* a offers it; we never take it up */
+#define F_KNOWN		(F_NOTIFY_MSG | F_AUTH | F_DRAIN)
 
 #define AUTH_F_KEY	1u
 #define NONCE_LEN	32
@@ -2996,6 +3000,64 @@ static const struct auth_case auth_cases[] = {
 	{ "silent", a_silent },
 };
 
+/*
+ * A neighbour on a node's host: @n sessions as @node that announce the
+ * handshake (HELLO with authentication) and never prove anything, each
+ * opened again as soon as a ends it (its handshake timeout, 10 s), for
+ * @hold_s seconds.  It holds every half-open slot of the address that it
+ * can; prints "holding" once @n were accepted, and what a did: sessions
+ * accepted, refused busy, and ended by a.  Needs no privilege: rdma_cm
+ * and uverbs are open to every user.
+ */
+static int cmd_hold(unsigned int n, const char *node, int hold_s)
+{
+	struct sess *ss = calloc(n, sizeof(*ss));
+	unsigned int i, up = 0, acc = 0, busy = 0, ended = 0;
+	bool *open_ = calloc(n, sizeof(*open_)), said = false;
+	int64_t end = now_ms() + (int64_t)hold_s * 1000;
+
+	if (!ss || !open_) {
+		result("hold", "FAIL: out of memory");
+		return 0;
+	}
+	while (now_ms() < end) {
+		for (i = 0; i < n; i++) {
+			if (open_[i] && ss[i].c[0].disconnected) {
+				sess_close(&ss[i]);
+				open_[i] = false;
+				up--;
+				ended++;
+			}
+			if (!open_[i]) {
+				if (!auth_connect(&ss[i], node)) {
+					open_[i] = true;
+					up++;
+					acc++;
+				} else {
+					if (ss[i].c[0].rej_reason == REJ_BUSY)
+						busy++;
+					sess_close(&ss[i]);
+				}
+			}
+			if (open_[i])
+				pump(&ss[i], 0, NULL);
+		}
+		if (up == n && !said) {
+			say("holding %u\n", n);
+			said = true;
+		}
+		usleep(50000);
+	}
+	result("hold", "ok, %u sessions accepted, %u refused busy, %u ended by a",
+	       acc, busy, ended);
+	for (i = 0; i < n; i++)
+		if (open_[i])
+			sess_close(&ss[i]);
+	free(open_);
+	free(ss);
+	return 0;
+}
+
 static int cmd_auth(const char *only)
 {
 	unsigned int i;
@@ -3082,7 +3144,7 @@ static void print_usage(void)
 	      "               pdata | halfopen | ctrl [CASE] | overrun | rdma |\n"
 	      "               ackflood N | expflood N | halfflood N MAX | claim NODE |\n"
 	      "               poison | standoff | mute TIMEOUT_MS | auth [CASE] |\n"
-	      "               supersede NODE\n"
+	      "               supersede NODE | hold N NODE\n"
 	      "       (-K KEYFILE: the listener's secret; -I N: our incarnation)\n",
 	      stderr);
 	exit(2);
@@ -3188,6 +3250,10 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[optind], "supersede") && argv[optind + 1] &&
 		 strlen(argv[optind + 1]) < NAME_MAX_)
 		cmd_supersede(argv[optind + 1], hold_s);
+	else if (!strcmp(argv[optind], "hold") && argv[optind + 1] &&
+		 argv[optind + 2] && strlen(argv[optind + 2]) < NAME_MAX_)
+		cmd_hold(strtoul(argv[optind + 1], NULL, 0), argv[optind + 2],
+			 hold_s);
 	else if (!strcmp(argv[optind], "halfflood") && argv[optind + 1] &&
 		 argv[optind + 2])
 		cmd_halfflood(strtoul(argv[optind + 1], NULL, 0),

@@ -53,6 +53,19 @@ static int run(const char *fmt, ...)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* What wire_features was, to give it back: "all it knows" by default. */
+static int get_features(char *buf, int len)
+{
+	FILE *f = fopen("/sys/module/kxfer/parameters/wire_features", "r");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fgets(buf, len, f) ? 0 : -1;
+	fclose(f);
+	return ret;
+}
+
 static int set_features(const char *val)
 {
 	FILE *f = fopen("/sys/module/kxfer/parameters/wire_features", "w");
@@ -397,10 +410,11 @@ TEST_F(notify, older_peer)
 	const char *addr = getenv("KXFER_SELF_ADDR");
 	struct kxfer_event ev[2];
 	struct kxfer_job j;
-	char msgs[64];
+	char msgs[64], features[32];
 	int n = 0;
 
 	ASSERT_NE(NULL, addr);
+	ASSERT_EQ(0, get_features(features, sizeof(features)));
 	ASSERT_EQ(0, set_features("0"));
 	ASSERT_EQ(0, run("kxferctl peer del %s && kxferctl peer add %s %s qps 2 %s",
 			 PEER, PEER, addr, test_peer_opts()));
@@ -420,7 +434,7 @@ TEST_F(notify, older_peer)
 	EXPECT_NE(ev[0].type, ev[1].type);
 	EXPECT_EQ(77, ev[ev[0].type == KXFER_EV_NOTIFY ? 0 : 1].user_data);
 	EXPECT_EQ(0, ev[ev[0].type == KXFER_EV_NOTIFY ? 0 : 1].msg_len);
-	ASSERT_EQ(0, set_features("1"));
+	ASSERT_EQ(0, set_features(features));
 	ASSERT_EQ(0, run("kxferctl peer del %s && kxferctl peer add %s %s qps 2 %s",
 			 PEER, PEER, addr, test_peer_opts()));
 	ASSERT_EQ(0, lookup(self->fd, &self->peer, &self->remote));

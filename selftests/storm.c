@@ -348,11 +348,15 @@ static int thr_lookup(struct thr *t)
 	ret = kxfer_peer_lookup(t->kx, o->peer, &h, &state);
 	if (ret)
 		return ret;
-	if (state != KXFER_PEER_UP)
+	if (state != KXFER_PEER_UP) {
+		kxfer_peer_release(t->kx, h);
 		return -ENOTCONN;
+	}
 	ret = kxfer_remote_lookup(t->kx, h, o->export, &rx);
-	if (ret)
+	if (ret) {
+		kxfer_peer_release(t->kx, h);
 		return ret;
+	}
 	if (rx.len < o->roff + o->slice ||
 	    (rx.access & (KXFER_ACCESS_READ | KXFER_ACCESS_WRITE)) !=
 	    (KXFER_ACCESS_READ | KXFER_ACCESS_WRITE)) {
@@ -360,6 +364,11 @@ static int thr_lookup(struct thr *t)
 			 o->export, (uint64_t)rx.len, rx.access);
 		return -EINVAL;
 	}
+	/* The last lookup's handles go: jobs on them hold what they need. */
+	if (t->remote && kxfer_remote_release(t->kx, t->remote))
+		thr_fail(t, "release remote handle %u", t->remote);
+	if (t->peer && kxfer_peer_release(t->kx, t->peer))
+		thr_fail(t, "release peer handle %u", t->peer);
 	t->peer = h;
 	t->remote = rx.handle;
 	t->need_lookup = false;
@@ -380,6 +389,9 @@ static int thr_open(struct thr *t)
 		thr_fail(t, "attach pool %s: %s", t->o->pool, errname(ret));
 		return ret;
 	}
+	/* A new file: the old one's handles went with it. */
+	t->peer = 0;
+	t->remote = 0;
 	t->need_lookup = true;
 	t->next_lookup = 0;
 	return 0;

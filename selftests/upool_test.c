@@ -481,10 +481,12 @@ TEST_F(upool, memlock_limit)
 TEST_F(upool, export_refusals)
 {
 	uint8_t *buf = map_anon(16 * PG);
+	struct kxfer_notify_sub ns = {};
+	struct kxfer_export_del d = {};
 	struct kxfer_pool_attach a;
 	struct kxfer_export_add e;
 	uint32_t h;
-	int fd2;
+	int fd2, sub;
 
 	ASSERT_NE(NULL, buf);
 	ASSERT_EQ(0, reg_user(self->fd, "uexp", buf, 16 * PG, &h));
@@ -512,7 +514,7 @@ TEST_F(upool, export_refusals)
 	EXPECT_EQ(-EEXIST, export_add(self->fd, SRC_EXPORT, h, 0, PG,
 				      KXFER_ACCESS_READ));
 	export_args(&e, "uexp-x", h, 0, PG, KXFER_ACCESS_READ);
-	e.flags = 1;
+	e.flags = KXFER_EXPORT_SUBSCRIBE << 1;
 	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
 	EXPECT_EQ(EINVAL, errno);
 	export_args(&e, "uexp-x", h, 0, PG, KXFER_ACCESS_READ);
@@ -546,8 +548,30 @@ TEST_F(upool, export_refusals)
 			 getpid()));
 	EXPECT_EQ(-EPERM, export_del(self->fd, SRC_EXPORT));
 	EXPECT_EQ(-ENOENT, export_del(self->fd, "nosuch"));
+	strcpy(d.name, "uexp-x");
+	d.flags = KXFER_EXPORT_DEL_NOWAIT << 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_EXPORT_DEL, &d));
+	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(0, export_del(self->fd, "uexp-x"));
 	EXPECT_EQ(-ENOENT, export_del(self->fd, "uexp-x"));
+	/*
+	 * Subscribed as it exports: the answer is the subscription's handle,
+	 * which NOTIFY_UNSUBSCRIBE takes like any other.
+	 */
+	export_args(&e, "uexp-s", h, 0, PG, KXFER_ACCESS_WRITE);
+	e.flags = KXFER_EXPORT_SUBSCRIBE;
+	sub = ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e);
+	EXPECT_LT(0, sub);
+	ns.handle = sub;
+	EXPECT_EQ(0, ioctl(self->fd, KXFER_IOC_NOTIFY_UNSUBSCRIBE, &ns));
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_NOTIFY_UNSUBSCRIBE, &ns));
+	EXPECT_EQ(ENOENT, errno);
+	/* EEXIST: no export, and no subscription left behind */
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
+	EXPECT_EQ(EEXIST, errno);
+	strcpy(d.name, "uexp-s");
+	d.flags = KXFER_EXPORT_DEL_NOWAIT;
+	EXPECT_EQ(0, ioctl(self->fd, KXFER_IOC_EXPORT_DEL, &d));
 	/* A process's pool is its own: nobody else attaches or deletes it */
 	EXPECT_EQ(0, run("kxferctl -j pool show uexp | jq -e '.[0].kind == \"user\" and .[0].pid == %d and .[0].comm != null' >/dev/null",
 			 getpid()));

@@ -268,7 +268,7 @@ t_auth_sessions() {
 	# An older peer (wire_features without authentication): refused where
 	# required, up where optional.
 	echo 1 >/sys/module/kxfer/parameters/wire_features
-	defer sh -c 'echo 3 >/sys/module/kxfer/parameters/wire_features'
+	defer sh -c 'echo 7 >/sys/module/kxfer/parameters/wire_features'
 	kxferctl peer add pold "$A" port $AU_PORT
 	busywait 15000 au_logged 'kxfer: peer pold: disconnected by the peer'
 	check_fail peer_state pold up
@@ -278,7 +278,7 @@ t_auth_sessions() {
 	[ "$(au_peer pold auth)" = none ]
 	check_fail has_rexport pold ay
 	kxferctl peer del pold
-	echo 3 >/sys/module/kxfer/parameters/wire_features
+	echo 7 >/sys/module/kxfer/parameters/wire_features
 	barrier as-older
 	# pauth never noticed any of it
 	peer_state pauth up
@@ -332,13 +332,21 @@ t_auth_hostile() {
 	local rc=0
 
 	if on_a; then
-		local n0 line missing=0 idb
+		local n0 line missing=0 idb f0 f1 cases
 
 		: >"$KXFER_SHARED/au-expect"
 		n0=$(dmesg | wc -l)
 		kmsg_mark auth_hostile
+		f0=$(au_listen $AU_PORT auth_failed)
 		barrier ah-ready
 		barrier ah-attacked 180
+		# Every case but "right" fails a handshake, out of turn or not,
+		# and each counts once (design §10).
+		cases=$(grep -c '^case ' "$KXFER_SHARED/au-hostile.txt")
+		f1=$(au_listen $AU_PORT auth_failed)
+		echo "$cases cases, auth_failed $f0 -> $f1"
+		[ "$((f1 - f0))" = "$((cases - 1))" ] ||
+			{ echo "expected $((cases - 1)) failed handshakes counted"; rc=1; }
 		dmesg | tail -n +$((n0 + 1)) >/tmp/ah-dmesg
 		kmsg_clean auth_hostile || rc=1
 		while IFS= read -r line; do
@@ -373,6 +381,7 @@ t_auth_hostile() {
 	hostile -p $AU_PORT -K "$KXFER_SHARED/auth-kl" -L "$KXFER_SHARED/au-expect" \
 		-e ay,kvblocks,kvr,kvro,kvw auth >"$KXFER_OUT/au-hostile.txt" 2>&1 || rc=1
 	cat "$KXFER_OUT/au-hostile.txt"
+	cp "$KXFER_OUT/au-hostile.txt" "$KXFER_SHARED/au-hostile.txt"
 	barrier ah-attacked
 	barrier ah-claim-ready
 	hostile -p $AU_PORT -I 0x5eed1 supersede b || rc=1
@@ -389,6 +398,88 @@ t_auth_hostile() {
 	busywait 30000 peer_state pa up
 	busywait 30000 peer_state pa4 up
 	barrier ah-done
+	return $rc
+}
+
+# A neighbour cannot keep a node out (issue 40).  An unprivileged process
+# on b (rdma_cm is open to every user) holds the 16 half-open slots of b's
+# address (max_half_open) with handshakes it never finishes, renewing
+# them as a ends them, and claims to be b.  b's real, keyed session still
+# comes up within one reconnect interval: a evicts the oldest unproven
+# session of the address for a node whose name has a key.  Then a
+# neighbour claiming a name without a key is slowed down: b's address
+# failed handshakes in a row, so it gets one half-open session at a time.
+au_hold_count() {
+	kxferctl -j peer show | jq "[.[] | select(.name == \"$1\" and .state == \"connecting\")] | length"
+}
+
+au_hold_at_most() {
+	[ "$(au_hold_count "$1")" -le "$2" ]
+}
+
+# au_nobody CMD... &: CMD as user nobody, with room to register memory, in
+# the background job itself (so that $! is CMD's process)
+au_nobody() {
+	ulimit -l unlimited
+	exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+}
+
+t_auth_half_open() {
+	local rc=0 t0 dt bound
+
+	if on_a; then
+		local ev0 ev1 n
+
+		ev0=$(au_listen $AU_PORT evicted)
+		barrier hh-ready
+		barrier hh-holding 90
+		n=$(au_hold_count b)
+		echo "half-open sessions claiming b while held: $n"
+		[ "$n" -ge 15 ] || { echo "the neighbour did not hold the slots"; rc=1; }
+		barrier hh-reconnected 90
+		ev1=$(au_listen $AU_PORT evicted)
+		echo "evicted: $ev0 -> $ev1"
+		[ "$ev1" -gt "$ev0" ] || rc=1
+		barrier hh-slow-holding 90
+		# One at a time, however many it asks for.
+		for n in 1 2 3 4 5; do
+			au_hold_at_most hh-x 1 ||
+				{ echo "$(au_hold_count hh-x) half-open sessions of hh-x"; rc=1; }
+			sleep 1
+		done
+		barrier hh-done 90
+		return $rc
+	fi
+	barrier hh-ready
+	au_nobody hostile -p $AU_PORT -H 60 hold 16 b >"$KXFER_OUT/hh-hold.txt" 2>&1 &
+	local hp=$!
+	busywait 60000 grep -q '^holding 16' "$KXFER_OUT/hh-hold.txt" ||
+		{ cat "$KXFER_OUT/hh-hold.txt"; rc=1; }
+	barrier hh-holding
+	# b's real node, anew: a fresh attempt at once
+	kxferctl peer del pauth
+	t0=$(now_ms)
+	kxferctl peer add pauth "$A" port $AU_PORT key ka
+	busywait 30000 peer_state pauth up || rc=1
+	dt=$(($(now_ms) - t0))
+	bound=$(_kx_slow 5000)
+	echo "pauth up $dt ms after it was added, the neighbour holding 16 (bound $bound ms)"
+	[ "$dt" -le "$bound" ] || rc=1
+	au_is pauth '.auth == "ok" and .reconnects == 0' || rc=1
+	barrier hh-reconnected
+	stop_process "$hp"
+	wait "$hp" 2>/dev/null || true
+	cat "$KXFER_OUT/hh-hold.txt"
+	au_nobody hostile -p $AU_PORT -H 20 hold 16 hh-x >"$KXFER_OUT/hh-slow.txt" 2>&1 &
+	hp=$!
+	sleep 5
+	barrier hh-slow-holding
+	barrier hh-done
+	wait "$hp" || rc=1
+	cat "$KXFER_OUT/hh-slow.txt"
+	grep -Eq '^case hold: ok, [0-9]+ sessions accepted, [1-9][0-9]* refused busy' \
+		"$KXFER_OUT/hh-slow.txt" || { echo "hh-x was not slowed down"; rc=1; }
+	busywait 30000 peer_state pauth up || rc=1
 	return $rc
 }
 

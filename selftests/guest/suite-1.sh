@@ -46,7 +46,7 @@ t_module_bad_param() {
 	defer kxfer_load
 	for p in ack_timeout=7 ack_timeout=25 keepalive_ms=0 \
 		keepalive_timeout_ms=0 keepalive_timeout_ms=86400001 \
-		qp_inflight_mb=0 qp_inflight_mb=1025 wire_features=4 \
+		qp_inflight_mb=0 qp_inflight_mb=1025 wire_features=8 \
 		mr_max_pages=0 mr_max_pages=513; do
 		out=$(insmod "$KXFER_MODULE" "$p" 2>&1) && {
 			echo "insmod $p succeeded"
@@ -118,8 +118,8 @@ t_runtime_params() {
 		param_refused $p "$name" "$einval" 0 $((max + 1)) -1 x
 		param_takes $p "$name" 1 "$max"
 	done
-	param_refused $p wire_features "$einval" 4 0x80000000 -1 x
-	param_takes $p wire_features 0 1 2 0x3
+	param_refused $p wire_features "$einval" 8 0x80000000 -1 x
+	param_takes $p wire_features 0 1 2 0x3 4 7
 }
 
 t_rmmod_refused_while_open() {

@@ -221,6 +221,37 @@ TEST_F(wire, fixed_length_types)
 					    &self->why));
 }
 
+/* EXPORT_WITHDRAW and EXPORT_WITHDRAWN (the drain) are EXPORT_DEL's shape. */
+TEST_F(wire, withdraw)
+{
+	struct kxfer_msg_export_del *m = (void *)self->buf;
+	unsigned int len = sizeof(*m);
+	unsigned int types[] = { KXFER_MSG_EXPORT_WITHDRAW,
+				 KXFER_MSG_EXPORT_WITHDRAWN };
+	unsigned int i;
+
+	ASSERT_EQ(56, len);
+	for (i = 0; i < 2; i++) {
+		memset(self->buf, 0, sizeof(self->buf));
+		kxfer_wire_hdr_init(&m->md_hdr, types[i], len, 1, 0);
+		put_name(m->md_name, "kv");
+		m->md_gen = cpu_to_le64(7);
+		EXPECT_EQ(0, kxfer_wire_check(m, len, 1, &self->why));
+		kxfer_wire_hdr_init(&m->md_hdr, types[i], len - 8, 1, 0);
+		EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len - 8, 1, &self->why));
+		EXPECT_STREQ("wrong length for the message type", self->why);
+		kxfer_wire_hdr_init(&m->md_hdr, types[i], len + 8, 1, 0);
+		EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len + 8, 1, &self->why));
+		kxfer_wire_hdr_init(&m->md_hdr, types[i], len, 1, 0);
+		put_name(m->md_name, "k/v");
+		EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+		EXPECT_STREQ("bad export name", self->why);
+	}
+	/* The feature bit is one a kxfer of this version offers. */
+	EXPECT_EQ(KXFER_WIRE_F_DRAIN, KXFER_WIRE_FEATURES & KXFER_WIRE_F_DRAIN);
+	EXPECT_EQ(4, KXFER_WIRE_F_DRAIN);
+}
+
 TEST_F(wire, notify_desc)
 {
 	struct kxfer_msg_notify_desc *nd = (void *)self->buf;

@@ -28,6 +28,7 @@ static const char *const listen_attr_names[KXFER_A_LISTEN_MAX + 1] = {
 	[KXFER_A_LISTEN_AUTH]		= "auth",
 	[KXFER_A_LISTEN_AUTH_OK]	= "auth-ok",
 	[KXFER_A_LISTEN_AUTH_FAILED]	= "auth-failed",
+	[KXFER_A_LISTEN_EVICTED]	= "evicted",
 	[KXFER_A_LISTEN_POLL]		= "poll",
 };
 
@@ -49,6 +50,7 @@ static const struct nla_policy listen_policy[KXFER_A_LISTEN_MAX + 1] = {
 	[KXFER_A_LISTEN_AUTH]		= { .type = NLA_U32 },
 	[KXFER_A_LISTEN_AUTH_OK]	= { .type = NLA_U32 },
 	[KXFER_A_LISTEN_AUTH_FAILED]	= { .type = NLA_U32 },
+	[KXFER_A_LISTEN_EVICTED]	= { .type = NLA_U32 },
 	[KXFER_A_LISTEN_POLL]		= { .type = NLA_FLAG },
 };
 
@@ -153,6 +155,8 @@ static int listen_print(struct kx *kx, struct nlmsghdr *nlh, void *arg)
 	if (tb[KXFER_A_LISTEN_AUTH_FAILED])
 		out_u64("auth_failed",
 			nla_get_u32(tb[KXFER_A_LISTEN_AUTH_FAILED]));
+	if (tb[KXFER_A_LISTEN_EVICTED])
+		out_u64("evicted", nla_get_u32(tb[KXFER_A_LISTEN_EVICTED]));
 	out_str("cq", tb[KXFER_A_LISTEN_POLL] ? "poll" : "irq");
 	/* last: in text the list runs to the end of the line */
 	if (allow_print(nlh))

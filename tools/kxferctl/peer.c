@@ -45,6 +45,9 @@ static const char *const peer_attr_names[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_POLL]		= "poll",
 	[KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS] = "keepalive-rtt-max-ns",
 	[KXFER_A_PEER_EXPORTS_WITHHELD]	= "exports-withheld",
+	[KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS] = "keepalive-timeout-ms",
+	[KXFER_A_PEER_HANDLES]		= "handles",
+	[KXFER_A_PEER_DRAINING]		= "draining",
 };
 
 static const struct kx_attr_set peer_set = {
@@ -72,6 +75,9 @@ static const struct nla_policy peer_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_KEEPALIVE_RTT_NS]	= { .type = NLA_U64 },
 	[KXFER_A_PEER_KEEPALIVE_RTT_MAX_NS] = { .type = NLA_U64 },
 	[KXFER_A_PEER_EXPORTS_WITHHELD]	= { .type = NLA_U32 },
+	[KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS] = { .type = NLA_U32 },
+	[KXFER_A_PEER_HANDLES]		= { .type = NLA_U32 },
+	[KXFER_A_PEER_DRAINING]		= { .type = NLA_U32 },
 	[KXFER_A_PEER_UP_NS]		= { .type = NLA_U64 },
 	[KXFER_A_PEER_QP]		= { .type = NLA_NESTED },
 	[KXFER_A_PEER_REMOTE_EXPORT]	= { .type = NLA_NESTED },
@@ -369,6 +375,13 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 	if (tb[KXFER_A_PEER_EXPORTS_WITHHELD])
 		out_u64("exports_withheld",
 			nla_get_u32(tb[KXFER_A_PEER_EXPORTS_WITHHELD]));
+	if (tb[KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS])
+		out_u64("keepalive_timeout_ms",
+			nla_get_u32(tb[KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS]));
+	if (tb[KXFER_A_PEER_HANDLES])
+		out_u64("handles", nla_get_u32(tb[KXFER_A_PEER_HANDLES]));
+	if (tb[KXFER_A_PEER_DRAINING])
+		out_u64("draining", nla_get_u32(tb[KXFER_A_PEER_DRAINING]));
 	peer_error_print(tb);
 
 	/* last: in text each QP and export is a continuation line */

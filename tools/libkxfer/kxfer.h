@@ -202,13 +202,28 @@ int kxfer_pool_register_dmabuf(struct kxfer *kx, const char *name, int fd,
  * @kx: the context
  * @handle: the pool's handle
  *
- * Its exports are withdrawn first: every peer's key is invalid when this
- * returns.  The kernel gives the memory back once the jobs in flight on
- * the pool are done.
+ * Its exports are withdrawn first: each peer refuses new jobs to them
+ * (-ESTALE) and lets those it posted finish; this returns once every
+ * peer said none is left in flight (or its session ended), and no peer
+ * can reach the memory any more.  The kernel gives the memory back once
+ * the jobs in flight on the pool are done.
  *
  * Return: 0; -ENOENT (no such handle).
  */
 int kxfer_pool_unregister(struct kxfer *kx, uint32_t handle);
+
+/**
+ * kxfer_pool_unregister_flags() - kxfer_pool_unregister() with flags
+ * @kx: the context
+ * @handle: the pool's handle
+ * @flags: 0, or KXFER_POOL_DETACH_NOWAIT: return at once, the kernel
+ *	finishes the withdrawal (peers may still write the memory until it
+ *	is done: keep it, or do not reuse it, for the drain's bound)
+ *
+ * Return: 0; -EINVAL (flags), -ENOENT (no such handle).
+ */
+int kxfer_pool_unregister_flags(struct kxfer *kx, uint32_t handle,
+				uint32_t flags);
 
 /**
  * kxfer_export_add() - export a range of a pool the context made
@@ -223,6 +238,22 @@ int kxfer_pool_unregister(struct kxfer *kx, uint32_t handle);
  * not make the pool, or the administrator forbids it), -ERANGE, -EEXIST.
  */
 int kxfer_export_add(struct kxfer *kx, const struct kxfer_export_add *e);
+
+/**
+ * kxfer_export_add_subscribe() - export, subscribed to its notifications
+ * @kx: the context
+ * @e: as kxfer_export_add()'s
+ * @sub: out, the subscription's handle (struct kxfer_event.sub), as
+ *	kxfer_notify_subscribe() gives; kxfer_notify_unsubscribe() ends it
+ *
+ * The subscription is live before any peer learns of the export, so that
+ * a peer that notifies as soon as it sees the export loses nothing.
+ *
+ * Return: as kxfer_export_add(); -EMFILE (too many subscriptions).
+ */
+int kxfer_export_add_subscribe(struct kxfer *kx,
+			       const struct kxfer_export_add *e,
+			       uint32_t *sub);
 
 /**
  * kxfer_export_init() - fill an export, every other field zero
@@ -245,12 +276,26 @@ int kxfer_export_init(struct kxfer_export_add *e, const char *name,
  * @kx: the context
  * @name: the export's name
  *
- * Every peer's key is invalid when this returns.
+ * Each peer refuses new jobs to it (-ESTALE) and lets those it posted
+ * finish; this returns once every peer said none is left in flight (or
+ * its session ended), and every peer's key is invalid then.
  *
  * Return: 0; -EINVAL, -ENAMETOOLONG, -ENOENT, -EPERM (not this
  * context's).
  */
 int kxfer_export_del(struct kxfer *kx, const char *name);
+
+/**
+ * kxfer_export_del_flags() - kxfer_export_del() with flags
+ * @kx: the context
+ * @name: the export's name
+ * @flags: 0, or KXFER_EXPORT_DEL_NOWAIT: return at once, the kernel
+ *	finishes the withdrawal
+ *
+ * Return: as kxfer_export_del().
+ */
+int kxfer_export_del_flags(struct kxfer *kx, const char *name,
+			   uint32_t flags);
 
 /**
  * kxfer_peer_lookup() - find a peer session by name
@@ -260,7 +305,8 @@ int kxfer_export_del(struct kxfer *kx, const char *name);
  * @state: out, enum kxfer_peer_state at lookup time; may be NULL
  *
  * The handle stays valid across reconnects; jobs submitted while the
- * session is not up fail with -ENOTCONN.  Each call makes a new handle.
+ * session is not up fail with -ENOTCONN.  Each call makes a new handle,
+ * which holds the session until kxfer_peer_release() or kxfer_close().
  *
  * Return: 0; -EINVAL, -ENAMETOOLONG, -ENOENT (no such peer), -EMFILE
  * (the context holds too many peer handles).
@@ -276,9 +322,12 @@ int kxfer_peer_lookup(struct kxfer *kx, const char *name, uint32_t *handle,
  * @out: out, the kernel's answer: handle (struct kxfer_job.remote),
  *	access (KXFER_ACCESS_*), len (remote offsets are in [0, len)), gen
  *
- * The handle names the export as it was at lookup time (@out->gen): once
- * the remote re-creates it, or the session reconnects, jobs on the handle
- * fail with -ESTALE and the export must be looked up again.
+ * The handle names the export as it was at lookup time (@out->gen), on
+ * the session's connection of that time: once the remote withdraws or
+ * re-creates it, or the session reconnects (other keys; a peer that
+ * restarted may give the name to another export), jobs on the handle
+ * fail with -ESTALE and the export must be looked up again.  Release
+ * handles no longer used (kxfer_remote_release()).
  *
  * Return: 0; -EINVAL, -ENAMETOOLONG, -ENOENT (unknown peer handle, or
  * the peer advertised no such export), -EMFILE.
@@ -286,6 +335,26 @@ int kxfer_peer_lookup(struct kxfer *kx, const char *name, uint32_t *handle,
 int kxfer_remote_lookup(struct kxfer *kx, uint32_t peer,
 			const char *export_name,
 			struct kxfer_remote_lookup *out);
+
+/**
+ * kxfer_peer_release() - give back a peer handle
+ * @kx: the context
+ * @handle: from kxfer_peer_lookup()
+ *
+ * Jobs accepted on it go on; remote handles looked up through it stay.
+ *
+ * Return: 0; -ENOENT (no such peer handle).
+ */
+int kxfer_peer_release(struct kxfer *kx, uint32_t handle);
+
+/**
+ * kxfer_remote_release() - give back a remote handle
+ * @kx: the context
+ * @handle: from kxfer_remote_lookup()
+ *
+ * Return: 0; -ENOENT (no such remote handle).
+ */
+int kxfer_remote_release(struct kxfer *kx, uint32_t handle);
 
 /**
  * kxfer_submit() - submit jobs

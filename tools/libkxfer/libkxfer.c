@@ -162,9 +162,9 @@ KX_EXPORT int kxfer_fd(struct kxfer *kx)
 	return kx->kx_fd;
 }
 
-static int kx_detach(struct kxfer *kx, uint32_t handle)
+static int kx_detach(struct kxfer *kx, uint32_t handle, uint32_t flags)
 {
-	struct kxfer_pool_detach d = { .handle = handle };
+	struct kxfer_pool_detach d = { .handle = handle, .flags = flags };
 
 	return kx_ioctl(kx->kx_fd, KXFER_IOC_POOL_DETACH, &d);
 }
@@ -210,7 +210,13 @@ KX_EXPORT int kxfer_pool_register_dmabuf(struct kxfer *kx, const char *name,
 
 KX_EXPORT int kxfer_pool_unregister(struct kxfer *kx, uint32_t handle)
 {
-	return kx_detach(kx, handle);
+	return kx_detach(kx, handle, 0);
+}
+
+KX_EXPORT int kxfer_pool_unregister_flags(struct kxfer *kx, uint32_t handle,
+					  uint32_t flags)
+{
+	return kx_detach(kx, handle, flags);
 }
 
 KX_EXPORT int kxfer_export_init(struct kxfer_export_add *e, const char *name,
@@ -243,12 +249,59 @@ KX_EXPORT int kxfer_export_add(struct kxfer *kx,
 	return kx_ioctl(kx->kx_fd, KXFER_IOC_EXPORT_ADD, &copy);
 }
 
-KX_EXPORT int kxfer_export_del(struct kxfer *kx, const char *name)
+KX_EXPORT int kxfer_export_add_subscribe(struct kxfer *kx,
+					 const struct kxfer_export_add *e,
+					 uint32_t *sub)
 {
-	struct kxfer_export_del d = { .flags = 0 };
+	struct kxfer_export_add copy = *e;
+	int saved = errno, ret;
+
+	if (!sub)
+		return -EINVAL;
+	copy.flags |= KXFER_EXPORT_SUBSCRIBE;
+	/* The subscription's handle is the ioctl's answer. */
+	ret = ioctl(kx->kx_fd, KXFER_IOC_EXPORT_ADD, &copy);
+	if (ret < 0) {
+		ret = errno ? -errno : -EIO;
+	} else if (!ret) {
+		ret = -EPROTO;
+	} else {
+		*sub = ret;
+		ret = 0;
+	}
+	errno = saved;
+	return ret;
+}
+
+KX_EXPORT int kxfer_export_del_flags(struct kxfer *kx, const char *name,
+				     uint32_t flags)
+{
+	struct kxfer_export_del d = { .flags = flags };
 	int ret = kx_name(d.name, name);
 
 	return ret ? ret : kx_ioctl(kx->kx_fd, KXFER_IOC_EXPORT_DEL, &d);
+}
+
+KX_EXPORT int kxfer_export_del(struct kxfer *kx, const char *name)
+{
+	return kxfer_export_del_flags(kx, name, 0);
+}
+
+static int kx_release(struct kxfer *kx, uint32_t kind, uint32_t handle)
+{
+	struct kxfer_release r = { .kind = kind, .handle = handle };
+
+	return kx_ioctl(kx->kx_fd, KXFER_IOC_RELEASE, &r);
+}
+
+KX_EXPORT int kxfer_peer_release(struct kxfer *kx, uint32_t handle)
+{
+	return kx_release(kx, KXFER_HANDLE_PEER, handle);
+}
+
+KX_EXPORT int kxfer_remote_release(struct kxfer *kx, uint32_t handle)
+{
+	return kx_release(kx, KXFER_HANDLE_REMOTE, handle);
 }
 
 KX_EXPORT int kxfer_pool_attach(struct kxfer *kx, const char *name,
@@ -287,7 +340,7 @@ KX_EXPORT int kxfer_pool_attach(struct kxfer *kx, const char *name,
 	return 0;
 
 err_detach:
-	kx_detach(kx, a.handle);
+	kx_detach(kx, a.handle, 0);
 	errno = saved;
 	return ret;
 }
@@ -300,7 +353,7 @@ KX_EXPORT int kxfer_pool_detach(struct kxfer *kx, struct kxfer_pool_map *map)
 		return -EINVAL;
 	if (map->base && munmap(map->base, (size_t)map->size))
 		ret = -errno;
-	ret2 = kx_detach(kx, map->handle);
+	ret2 = kx_detach(kx, map->handle, 0);
 	errno = saved;
 	if (!ret)
 		ret = ret2;

@@ -83,6 +83,17 @@ struct kxfer_query {
  * KXFER_REAP_WAIT and mmap(2) at KXFER_RING_MMAP_OFFSET
  */
 #define KXFER_FEAT_RING		(1ULL << 7)
+/*
+ * Withdrawals drain: peers finish the jobs they posted to an export
+ * before its keys go; KXFER_POOL_DETACH_NOWAIT and KXFER_EXPORT_DEL_NOWAIT
+ */
+#define KXFER_FEAT_DRAIN	(1ULL << 8)
+#define KXFER_FEAT_EXPORT_SUBSCRIBE (1ULL << 9)	/* KXFER_EXPORT_SUBSCRIBE */
+/*
+ * KXFER_IOC_RELEASE; remote handles end with the connection they were
+ * looked up on (ESTALE after a reconnect)
+ */
+#define KXFER_FEAT_RELEASE	(1ULL << 10)
 
 /**
  * struct kxfer_pool_attach - KXFER_IOC_POOL_ATTACH: attach a pool by name
@@ -108,15 +119,26 @@ struct kxfer_pool_attach {
 
 /**
  * struct kxfer_pool_detach - KXFER_IOC_POOL_DETACH
- * @handle: in, from KXFER_IOC_POOL_ATTACH
- * @flags: in, must be 0
+ * @handle: in, from KXFER_IOC_POOL_ATTACH, KXFER_IOC_POOL_USER or
+ *	KXFER_IOC_POOL_DMABUF
+ * @flags: in, 0 or KXFER_POOL_DETACH_NOWAIT
  * @reserved: must be 0
+ *
+ * Detaching a pool this file made ends it: its exports are withdrawn.
+ * The call returns when every peer that drains finished the jobs it had
+ * posted to them (or its session ended, at the latest after the drain's
+ * bound, Documentation/wire-protocol.rst), then the memory goes back once
+ * no job holds it.  With KXFER_POOL_DETACH_NOWAIT it returns at once and
+ * the kernel finishes the withdrawal: until then peers may still write
+ * the memory (it stays pinned; close(2) never waits either).
  */
 struct kxfer_pool_detach {
 	__u32 handle;
 	__u32 flags;
 	__u64 reserved;
 };
+
+#define KXFER_POOL_DETACH_NOWAIT	(1U << 0)
 
 /**
  * struct kxfer_peer_lookup - KXFER_IOC_PEER_LOOKUP: a session by name
@@ -494,7 +516,15 @@ struct kxfer_pool_dmabuf {
  * As `kxferctl export add`, scoped the same way; sessions stay the
  * administrator's.  The export ends with KXFER_IOC_EXPORT_DEL, when its
  * pool ends, or when the administrator deletes it (`kxferctl export
- * del`); every session invalidates its keys before any of these returns.
+ * del`); its keys are invalidated once every peer finished the jobs it
+ * posted to it (KXFER_IOC_EXPORT_DEL).
+ *
+ * @flags: 0, or KXFER_EXPORT_SUBSCRIBE: the file subscribes to the
+ * export's notifications before any peer learns of it (none is lost to a
+ * peer that notifies as soon as the export is advertised), and the call
+ * returns the subscription's handle (> 0) instead of 0, as
+ * KXFER_IOC_NOTIFY_SUBSCRIBE would give it; the subscription ends as
+ * those do.
  *
  * Errors: EINVAL (flags, reserved, name, access, empty range, family or
  * prefix), ENOENT (no such pool handle), EPERM (the pool was not made by
@@ -517,13 +547,23 @@ struct kxfer_export_add {
 	__u64 reserved[2];
 };
 
+#define KXFER_EXPORT_SUBSCRIBE		(1U << 0)
+
 /**
  * struct kxfer_export_del - KXFER_IOC_EXPORT_DEL: withdraw an export
  *	this file made
  * @name: in, the export's name, NUL-terminated
- * @flags: in, must be 0
+ * @flags: in, 0 or KXFER_EXPORT_DEL_NOWAIT
  * @reserved0: must be 0
  * @reserved: must be 0
+ *
+ * The export leaves the namespace at once; each peer is told, refuses new
+ * jobs to it (ESTALE) and lets those it posted finish.  The call returns
+ * when every peer answered (or its session ended: a peer that does not
+ * answer within the drain's bound loses its session), and only then are
+ * the keys invalidated.  With KXFER_EXPORT_DEL_NOWAIT it returns at once
+ * and the kernel finishes the withdrawal.  Peers of an older kxfer have
+ * the keys invalidated at once, as before.
  *
  * Errors: EINVAL, ENOENT (no such export), EPERM (another file or the
  * administrator made it).
@@ -534,6 +574,32 @@ struct kxfer_export_del {
 	__u32 reserved0;
 	__u64 reserved[2];
 };
+
+#define KXFER_EXPORT_DEL_NOWAIT		(1U << 0)
+
+/**
+ * struct kxfer_release - KXFER_IOC_RELEASE: give back a handle
+ * @kind: in, KXFER_HANDLE_PEER (from KXFER_IOC_PEER_LOOKUP) or
+ *	KXFER_HANDLE_REMOTE (from KXFER_IOC_REMOTE_LOOKUP)
+ * @handle: in, the handle
+ * @flags: in, must be 0
+ * @reserved: must be 0
+ *
+ * The handle's number may be given out again.  Jobs already accepted are
+ * not affected; a remote handle looked up through a peer handle stays
+ * valid when the peer handle is released.
+ *
+ * Errors: EINVAL, ENOENT (no such handle of that kind).
+ */
+struct kxfer_release {
+	__u32 kind;
+	__u32 handle;
+	__u32 flags;
+	__u32 reserved;
+};
+
+#define KXFER_HANDLE_PEER		1
+#define KXFER_HANDLE_REMOTE		2
 
 /**
  * struct kxfer_cancel - KXFER_IOC_CANCEL: take back jobs of this file
@@ -695,6 +761,7 @@ struct kxfer_ring_msg {
 #define KXFER_IOC_CANCEL	_IOWR(KXFER_IOC_MAGIC, 0x0d, struct kxfer_cancel)
 #define KXFER_IOC_RING_SETUP	_IOWR(KXFER_IOC_MAGIC, 0x0e, struct kxfer_ring_setup)
 #define KXFER_IOC_RING_MSG	_IOWR(KXFER_IOC_MAGIC, 0x0f, struct kxfer_ring_msg)
+#define KXFER_IOC_RELEASE	_IOW(KXFER_IOC_MAGIC, 0x10, struct kxfer_release)
 
 /* ---------------------------------------------------------------------- */
 /* Generic netlink family                                                  */
@@ -856,6 +923,11 @@ enum {
 	 * gives a connecting session
 	 */
 	KXFER_A_LISTEN_POLL,
+	/*
+	 * u32, half-open sessions ended to make room for a node whose name
+	 * has a key (max_half_open)
+	 */
+	KXFER_A_LISTEN_EVICTED,
 
 	__KXFER_A_LISTEN_MAX,
 	KXFER_A_LISTEN_MAX = __KXFER_A_LISTEN_MAX - 1
@@ -933,6 +1005,19 @@ enum {
 	 * (KXFER_WIRE_MAX_MRS; the kernel log names them); 0 while down
 	 */
 	KXFER_A_PEER_EXPORTS_WITHHELD,
+	/*
+	 * u32: how long the session may go without a sign of life, in ms:
+	 * keepalive_timeout_ms, or more while the probes' recent round trips
+	 * say the peer's queue is deep (Documentation/wire-protocol.rst)
+	 */
+	KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS,
+	/* u32: peer and remote handles of /dev/kxfer files on the session */
+	KXFER_A_PEER_HANDLES,
+	/*
+	 * u32: exports withdrawn from the peer whose answer is awaited: it
+	 * finishes the jobs it posted to them first (KXFER_WIRE_F_DRAIN)
+	 */
+	KXFER_A_PEER_DRAINING,
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
