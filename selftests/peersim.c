@@ -57,10 +57,11 @@
  *   -C DIR       files to talk with the kernel node's script: peersim
  *                writes DIR/peersim.STEP when a step is done (up,
  *                advert.EXPORT, traffic, filled) and then, until DIR/stop
- *                appears, holds the sessions, and kills node N (its QPs
- *                destroyed without a word, as a dead host) when
- *                DIR/kill.N appears, writing DIR/killed.N
- *   -T SEC       without -C: hold the sessions SEC seconds at the end
+ *                appears (or -T runs out), holds the sessions, and kills
+ *                node N (its QPs destroyed without a word, as a dead
+ *                host) when DIR/kill.N appears, writing DIR/killed.N
+ *   -T SEC       hold the sessions SEC seconds at the end (with -C: at
+ *                most, a failure if DIR/stop did not come first)
  *   -U SEC       every session must be up within SEC (default 600)
  *   -j FILE      the results as JSON
  *   -v           verbose
@@ -1798,6 +1799,26 @@ static void poll_cm(void)
 		on_cm_event(ev);
 }
 
+/*
+ * A probe every second, as kxfer's; while its answer is late, another
+ * every third of the timeout, if nothing waits to be sent and more than
+ * half the credits are here: the kernel's NIC acknowledges each at once,
+ * and its arrival is a sign of life to the kernel, whose answer may wait
+ * behind work of its own.
+ */
+static bool probe_due(struct peer *p, int64_t now)
+{
+	int64_t every = KA_MS;
+
+	if (p->ka_sent_ms) {
+		if (p->txq || p->credits <= p->credits_max / 2)
+			return false;
+		if (every < KA_TIMEOUT_MS / 3)
+			every = KA_TIMEOUT_MS / 3;
+	}
+	return now - p->ka_last_ms >= every;
+}
+
 /* Keepalives, deadlines, the connect window and backoff: every tick. */
 static void tick(void)
 {
@@ -1848,10 +1869,11 @@ static void tick(void)
 				peer_retry(p, "keepalive timeout");
 				break;
 			}
-			if (!p->ka_sent_ms && now - p->ka_last_ms >= KA_MS) {
+			if (probe_due(p, now)) {
 				struct msg_keepalive k = {};
 
-				p->ka_sent_ms = now;
+				if (!p->ka_sent_ms)
+					p->ka_sent_ms = now;
 				p->ka_last_ms = now;
 				k.stamp = htole64((uint64_t)now * 1000000);
 				msg_queue(p, MSG_KEEPALIVE, &k.stamp, 8);
@@ -2034,16 +2056,20 @@ static void step_hold(void)
 		char name[64];
 		unsigned int i;
 
-		if (cmd_dir) {
-			if (cmd_file("stop"))
-				break;
-			for (i = 0; i < npeers; i++) {
-				snprintf(name, sizeof(name), "kill.%u", i);
-				if (peers[i].state != P_DEAD && cmd_file(name))
-					kill_peer(i);
-			}
-		} else if (now_ms() >= end) {
+		if (cmd_dir && cmd_file("stop"))
 			break;
+		if ((!cmd_dir || hold_secs) && now_ms() >= end) {
+			if (cmd_dir) {
+				say("FAIL: no %s/stop within %u s\n", cmd_dir,
+				    hold_secs);
+				n_failed++;
+			}
+			break;
+		}
+		for (i = 0; cmd_dir && i < npeers; i++) {
+			snprintf(name, sizeof(name), "kill.%u", i);
+			if (peers[i].state != P_DEAD && cmd_file(name))
+				kill_peer(i);
 		}
 		run(100, NULL);
 	}

@@ -120,7 +120,7 @@ t_peersim() {
 	fi
 	barrier ps-ready
 	peersim -a "$A" -n "$PS_PEERS" -q 2 -E pse -S "$PS_SLICE" -B 4K -D 2 \
-		-t 10 -k 4 -m pse000 -i -F "$PS_SEED" -W psnew -C "$KXFER_SHARED" \
+		-t 10 -k 4 -m pse000 -i -F "$PS_SEED" -W psnew -C "$KXFER_SHARED" -T 600 \
 		-j "$KXFER_OUT/peersim.json" || rc=$?
 	cat "$KXFER_OUT/peersim.json" || true
 	barrier ps-done 300
