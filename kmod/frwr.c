@@ -236,7 +236,14 @@ static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
 		struct ib_reg_wr *wr = &wrs[batch];
 		struct ib_mr *mr;
 
-		mr = ib_alloc_mr(s->s_pd, IB_MR_TYPE_MEM_REG, max_pages);
+		/*
+		 * Sized for its own pages, not for the longest MR: a provider
+		 * may allocate its page list up front (rxe on 6.1: 4 KiB per
+		 * 256 pages), and a session holds one MR per export it has.
+		 */
+		mr = ib_alloc_mr(s->s_pd, IB_MR_TYPE_MEM_REG,
+				 (PAGE_ALIGN(stop) - round_down(start, PAGE_SIZE)) >>
+				 PAGE_SHIFT);
 		if (IS_ERR(mr)) {
 			ret = PTR_ERR(mr);
 			goto out_free;
