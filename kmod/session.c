@@ -911,6 +911,34 @@ static bool kxfer_session_probe_due(struct kxfer_session *s, u64 now)
 	return now - s->s_ka_last_ns >= every * NSEC_PER_MSEC;
 }
 
+/*
+ * Milliseconds until the timer must look again, with the control
+ * channel up: when the next probe is due, when the peer will have been
+ * silent for the timeout (signs of life move that on: the timer then
+ * finds it not reached and looks again later), or when a late answer
+ * will be overdue, whichever comes first.  A probe due now that may not
+ * go yet (kxfer_session_probe_due()) is looked at again a quarter
+ * interval on.  A session looks about once per interval, not four
+ * times: at 256 sessions the quarter-interval ticks alone were a
+ * thousand work items a second.  Caller holds s_mutex.
+ */
+static unsigned int kxfer_session_next_look(struct kxfer_session *s,
+					    u64 now, u64 last)
+{
+	u64 tmo = (u64)kxfer_keepalive_timeout_ms * NSEC_PER_MSEC;
+	u64 every = (u64)kxfer_keepalive_ms * NSEC_PER_MSEC;
+	u64 next = last + tmo + 1;
+
+	if (s->s_ka_sent_ns) {
+		every = max(every, tmo / 3);
+		next = min(next, s->s_ka_sent_ns + tmo * KXFER_KA_ANSWER_MAX + 1);
+	}
+	next = min(next, s->s_ka_last_ns + every);
+	if (next <= now)
+		return max(kxfer_keepalive_ms / 4, 10U);
+	return max_t(u64, DIV_ROUND_UP_ULL(next - now, NSEC_PER_MSEC), 10);
+}
+
 /* Keepalive while connected, reconnect while down. */
 static void kxfer_session_timer(struct work_struct *work)
 {
@@ -983,7 +1011,8 @@ static void kxfer_session_timer(struct work_struct *work)
 					&ka.mk_stamp, sizeof(ka.mk_stamp));
 			kxfer_ctrl_flush(s);
 		}
-		kxfer_session_timer_in(s, max(kxfer_keepalive_ms / 4, 10U), left);
+		kxfer_session_timer_in(s, kxfer_session_next_look(s, now, last),
+				       left);
 		break;
 	default:
 		break;
