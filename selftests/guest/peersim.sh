@@ -126,3 +126,35 @@ t_peersim() {
 	barrier ps-done 300
 	return $rc
 }
+
+# One process of a registers 256 regions of its own memory (as a NIXL agent
+# of an 80-layer model registers 160), each a pool of its file and an
+# export, with the module's defaults; 16 simulated peers move data into
+# every one of them and the process finds every byte where it belongs.
+t_peersim_regs() {
+	local rc=0 dir=$KXFER_SHARED/psr pid
+
+	if on_a; then
+		rm -rf "$dir"
+		mkdir -p "$dir"
+		kmsg_mark peersim_regs
+		xfer regs -n 256 -l 64K -w "$dir/peersim.filled" -s 4403 rg \
+			>/tmp/psr-regs 2>&1 &
+		pid=$!
+		busywait 120000 grep -q '^ready' /tmp/psr-regs
+		barrier psr-ready
+		wait "$pid" || rc=1
+		cat /tmp/psr-regs
+		grep -q '^regs: every byte of the 256 pools as written' /tmp/psr-regs || rc=1
+		: >"$dir/stop"
+		barrier psr-done 300
+		busywait 30000 ps_sessions_none rg
+		kmsg_clean peersim_regs || rc=1
+		return $rc
+	fi
+	barrier psr-ready
+	peersim -a "$A" -n 16 -q 2 -N rg -E rg -S 1M -B 4K -D 2 -t 5 \
+		-F 4403 -C "$dir" -T 600 -j "$KXFER_OUT/peersim-regs.json" || rc=$?
+	barrier psr-done 300
+	return $rc
+}

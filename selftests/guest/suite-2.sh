@@ -1205,6 +1205,7 @@ ktest2 not_allowed t_not_allowed
 ktest2 wrong_port t_wrong_port
 ktest2 poll_acceptor t_poll_acceptor
 KTEST_TIMEOUT=600 ktest2 peersim t_peersim
+KTEST_TIMEOUT=600 ktest2 peersim_regs t_peersim_regs
 ktest2 hostile_peer t_hostile_peer
 ktest2 hostile_peer_limits t_hostile_peer_limits
 ktest2 hostile_broken_qp t_hostile_broken_qp
