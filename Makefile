@@ -29,7 +29,11 @@
 #                     through NIXL against kxfer, and the connect time
 #                     with and without keys, in one guest per kernel
 #                     (6.1, then 6.12; BENCH_ARGS="--kver 6.1" for one):
-#                     table of medians and ratios, JSON in build/bench/
+#                     table of medians and ratios, JSON in build/bench/;
+#                     then the scale table, one node against 1 to 256
+#                     simulated peers (tools/bench/scale, two guests per
+#                     kernel; SCALE_ARGS="--kver 6.1"), its curves in
+#                     build/bench/scale-*.png
 #   make install      kxferctl and its man page, libkxfer (header, libraries,
 #                     pkg-config file) under $(DESTDIR)$(PREFIX), and the
 #                     module for $(KDIR) under $(DESTDIR)/lib/modules
@@ -170,12 +174,14 @@ check-debug: deps
 	KXFER_KVERS="$(KXFER_KVERS)" bash $(TOP)/selftests/check-debug
 
 # BENCH_ARGS: tools/bench/run's options (--kver K, repeatable, default
-# both kernels; --reps N --secs S --rows "...")
+# both kernels; --reps N --secs S --rows "..."); SCALE_ARGS:
+# tools/bench/scale's (--kver K, --peers "N ...", --profile)
 bench: deps
 	$(MAKE) all
 	$(MAKE) guest-modules
 	$(MAKE) nixl NIXL_PREFIX=$$(bash $(TOP)/tools/nixl/build-nixl-deps.sh --print-prefix)
 	bash $(TOP)/tools/bench/run $(BENCH_ARGS)
+	bash $(TOP)/tools/bench/scale $(SCALE_ARGS)
 
 # The demo boots the Debian 6.1 guests (KXFER_DEMO_KVER=6.12 for the
 # other).  Its NIXL step needs NIXL (built once from ../shared/third_party,
@@ -194,4 +200,4 @@ endif
 	KXFER_DEMO_NIXL=$(KXFER_DEMO_NIXL) bash $(TOP)/examples/run-demo --kver $(KXFER_DEMO_KVER)
 
 help:
-	@sed -n '3,37p' $(TOP)/Makefile
+	@sed -n '3,41p' $(TOP)/Makefile

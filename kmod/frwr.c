@@ -236,7 +236,14 @@ static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
 		struct ib_reg_wr *wr = &wrs[batch];
 		struct ib_mr *mr;
 
-		mr = ib_alloc_mr(s->s_pd, IB_MR_TYPE_MEM_REG, max_pages);
+		/*
+		 * Sized for its own pages, not for the longest MR: a provider
+		 * may allocate its page list up front (rxe on 6.1: 4 KiB per
+		 * 256 pages), and a session holds one MR per export it has.
+		 */
+		mr = ib_alloc_mr(s->s_pd, IB_MR_TYPE_MEM_REG,
+				 (PAGE_ALIGN(stop) - round_down(start, PAGE_SIZE)) >>
+				 PAGE_SHIFT);
 		if (IS_ERR(mr)) {
 			ret = PTR_ERR(mr);
 			goto out_free;
@@ -531,6 +538,26 @@ bool kxfer_regs_drain_overdue(struct kxfer_session *s, u64 now)
 		return true;
 	}
 	return false;
+}
+
+/**
+ * kxfer_regs_drain_next - when the first awaited withdrawal answer is due
+ * @s: the session
+ *
+ * Return: the earliest drain deadline (ktime_get_ns()), or U64_MAX - 1
+ * when no answer is awaited.  Caller holds s_mutex.
+ */
+u64 kxfer_regs_drain_next(struct kxfer_session *s)
+{
+	u64 next = U64_MAX - 1;
+	struct kxfer_reg *rg;
+
+	if (!s->s_drains)
+		return next;
+	list_for_each_entry(rg, &s->s_regs, rg_node)
+		if (rg->rg_draining)
+			next = min(next, rg->rg_drain_end);
+	return next;
 }
 
 /**

@@ -852,6 +852,7 @@ bool kxfer_reg_drain_start(struct kxfer_session *s, struct kxfer_reg *rg);
 int kxfer_reg_withdrawn(struct kxfer_session *s,
 			const struct kxfer_msg_export_del *m, const char **why);
 bool kxfer_regs_drain_overdue(struct kxfer_session *s, u64 now);
+u64 kxfer_regs_drain_next(struct kxfer_session *s);
 void kxfer_rexports_clear(struct kxfer_session *s);
 void kxfer_rexports_drained(struct kxfer_session *s);
 void kxfer_rexport_job_end(struct kxfer_session *s, struct kxfer_rexport *rx);

@@ -81,10 +81,17 @@ module_param_cb(mr_max_pages, &kxfer_mr_max_pages_ops, &kxfer_mr_max_pages,
 MODULE_PARM_DESC(mr_max_pages,
 		 "Pages one memory region of an export maps, 1..512, below the device's own limit, for exports registered after (default 512)");
 
-unsigned int kxfer_max_pools_per_fd = 64;
+/*
+ * An inference engine registers a region per layer and per K/V (160 for
+ * an 80-layer model), each a pool of its file: the count is generous,
+ * and what the pools cost is bounded by memory instead (the pinned pages
+ * by RLIMIT_MEMLOCK and pool_mem_max, the kernel's tables by the memory
+ * cgroup, pool.c).
+ */
+unsigned int kxfer_max_pools_per_fd = 1024;
 module_param_named(max_pools_per_fd, kxfer_max_pools_per_fd, uint, 0444);
 MODULE_PARM_DESC(max_pools_per_fd,
-		 "Pools one open /dev/kxfer may attach at once (default 64)");
+		 "Pools one open /dev/kxfer may attach at once, 1..65536 (default 1024)");
 
 unsigned int kxfer_max_remote_mrs = 1 << 18;
 module_param_named(max_remote_mrs, kxfer_max_remote_mrs, uint, 0444);
@@ -99,8 +106,8 @@ static int __init kxfer_init(void)
 		kxfer_pool_mem_max = (totalram_pages() << PAGE_SHIFT) / 2;
 	if (kxfer_user_pool_mem_max == ULONG_MAX)
 		kxfer_user_pool_mem_max = kxfer_pool_mem_max;
-	if (!kxfer_max_pools_per_fd || kxfer_max_pools_per_fd > 4096) {
-		kxfer_err("max_pools_per_fd must be in 1..4096\n");
+	if (!kxfer_max_pools_per_fd || kxfer_max_pools_per_fd > 65536) {
+		kxfer_err("max_pools_per_fd must be in 1..65536\n");
 		return -EINVAL;
 	}
 	if (!kxfer_max_segments || kxfer_max_segments > (1U << 24) ||

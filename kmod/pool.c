@@ -74,6 +74,20 @@ bool kxfer_name_valid(const char *name)
 	return true;
 }
 
+/*
+ * What a process's pool costs the kernel besides its pages (the pool, its
+ * chunk table, a DMA address per chunk and device) is charged to the
+ * memory cgroup of the process that makes or maps it, so that a file's
+ * thousand pools are bounded by its memory limit and not only by a count
+ * (max_pools_per_fd); its pinned pages count against RLIMIT_MEMLOCK
+ * (upool.c).  The administrator's pools are the system's.
+ */
+static gfp_t kxfer_pool_gfp(const struct kxfer_pool *pool)
+{
+	return pool->kp_kind == KXFER_POOL_KIND_KERNEL ? GFP_KERNEL :
+	       GFP_KERNEL_ACCOUNT;
+}
+
 static struct kxfer_pool *kxfer_pool_lookup(const char *name)
 {
 	struct kxfer_pool *pool;
@@ -126,11 +140,11 @@ void kxfer_pool_map_device(struct kxfer_pool *pool, struct kxfer_device *kd)
 		if (pm->pm_dev == kd)
 			goto out_unlock;
 
-	pm = kzalloc(sizeof(*pm), GFP_KERNEL);
+	pm = kzalloc(sizeof(*pm), kxfer_pool_gfp(pool));
 	if (!pm)
 		goto out_nomem;
 	pm->pm_dma = kvcalloc(pool->kp_nchunks, sizeof(*pm->pm_dma),
-			      GFP_KERNEL);
+			      kxfer_pool_gfp(pool));
 	if (!pm->pm_dma)
 		goto out_free_pm;
 
@@ -277,7 +291,7 @@ int kxfer_pool_add_chunk(struct kxfer_pool *pool, unsigned int *cap,
 		unsigned int ncap = *cap ? *cap * 2 : 64;
 		struct kxfer_chunk *n;
 
-		n = kvcalloc(ncap, sizeof(*n), GFP_KERNEL);
+		n = kvcalloc(ncap, sizeof(*n), kxfer_pool_gfp(pool));
 		if (!n)
 			return -ENOMEM;
 		if (pool->kp_chunks)
@@ -384,7 +398,8 @@ struct kxfer_pool *kxfer_pool_alloc(const char *name, u64 size,
 
 	if (!size || !PAGE_ALIGNED(size) || size >= KXFER_MMAP_WINDOW)
 		return ERR_PTR(-EINVAL);
-	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
+	pool = kzalloc(sizeof(*pool), kind == KXFER_POOL_KIND_KERNEL ?
+		       GFP_KERNEL : GFP_KERNEL_ACCOUNT);
 	if (!pool)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&pool->kp_ref);

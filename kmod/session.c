@@ -966,6 +966,37 @@ static bool kxfer_session_probe_due(struct kxfer_session *s, u64 now)
 	return now - s->s_ka_last_ns >= every * NSEC_PER_MSEC;
 }
 
+/*
+ * Milliseconds until the timer must look again, with the control
+ * channel up: when the next probe is due, when the peer will have been
+ * silent for the timeout in force (signs of life move that on: the timer
+ * then finds it not reached and looks again later), when a late answer
+ * will be overdue, or when a withdrawal's answer will be (frwr.c),
+ * whichever comes first.  A probe due now that may not
+ * go yet (kxfer_session_probe_due()) is looked at again a quarter
+ * interval on.  A session looks about once per interval, not four
+ * times: at 256 sessions the quarter-interval ticks alone were a
+ * thousand work items a second.  Caller holds s_mutex.
+ */
+static unsigned int kxfer_session_next_look(struct kxfer_session *s,
+					    u64 now, u64 last)
+{
+	u64 tmo = (u64)kxfer_keepalive_timeout_ms * NSEC_PER_MSEC;
+	u64 every = (u64)kxfer_keepalive_ms * NSEC_PER_MSEC;
+	u64 next = last + kxfer_session_ka_timeout_ns(s) + 1;
+
+	if (s->s_ka_sent_ns) {
+		every = max(every, tmo / 3);
+		next = min(next, s->s_ka_sent_ns + tmo * KXFER_KA_ANSWER_MAX + 1);
+	}
+	next = min(next, s->s_ka_last_ns + every);
+	/* the answer to a withdrawal, when one is awaited */
+	next = min(next, kxfer_regs_drain_next(s) + 1);
+	if (next <= now)
+		return max(kxfer_keepalive_ms / 4, 10U);
+	return max_t(u64, DIV_ROUND_UP_ULL(next - now, NSEC_PER_MSEC), 10);
+}
+
 /* Keepalive while connected, reconnect while down. */
 static void kxfer_session_timer(struct work_struct *work)
 {
@@ -1041,7 +1072,8 @@ static void kxfer_session_timer(struct work_struct *work)
 					&ka.mk_stamp, sizeof(ka.mk_stamp));
 			kxfer_ctrl_flush(s);
 		}
-		kxfer_session_timer_in(s, max(kxfer_keepalive_ms / 4, 10U), left);
+		kxfer_session_timer_in(s, kxfer_session_next_look(s, now, last),
+				       left);
 		break;
 	default:
 		break;

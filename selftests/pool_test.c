@@ -122,7 +122,7 @@ TEST_F(kxfer, query)
 	EXPECT_EQ(KXFER_API_VERSION, q.api_version);
 	EXPECT_EQ(0, q.flags);
 	EXPECT_TRUE(q.features & KXFER_FEAT_POOLS);
-	EXPECT_EQ(64, q.max_pools_per_fd);
+	EXPECT_EQ(1024, q.max_pools_per_fd);
 	EXPECT_LT(0, q.pool_mem_max);
 	EXPECT_LE(POOL_SIZE, q.pool_mem_used);
 	EXPECT_GE(q.pool_mem_max, q.pool_mem_used);
@@ -243,13 +243,18 @@ TEST_F(kxfer, attach_bad_pointer)
 	EXPECT_EQ(EFAULT, errno);
 }
 
+/* max_pools_per_fd attachments (1024 by default, issue 44), then EMFILE */
 TEST_F(kxfer, attach_limit)
 {
 	struct kxfer_pool_attach a;
-	int i;
+	struct kxfer_query q = {};
+	unsigned int i;
 
-	for (i = 0; i < 64; i++)
+	ASSERT_EQ(0, ioctl(self->fd, KXFER_IOC_QUERY, &q));
+	ASSERT_GE(q.max_pools_per_fd, 1024);
+	for (i = 0; i < q.max_pools_per_fd; i++)
 		ASSERT_EQ(0, attach(self->fd, self->pool, &a));
+	EXPECT_EQ(q.max_pools_per_fd, a.handle);
 	EXPECT_EQ(-1, attach(self->fd, self->pool, &a));
 	EXPECT_EQ(EMFILE, errno);
 }

@@ -9,6 +9,9 @@
  *   xfer random ...                    verified random WRITE stream
  *   xfer refuse ...                    every invalid job of DESIGN §4.1
  *   xfer fence ...                     FENCE orders a READ after WRITEs
+ *   xfer regs ...                      N pools of this process's memory,
+ *                                      each exported: their cost, and
+ *                                      the bytes peers wrote into them
  *
  * (xfer help prints the full syntax.)  Exit status: 0 success, 1 failure
  * with a one-line reason on stderr naming the errno symbolically
@@ -37,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kxfer.h"
 
@@ -127,6 +131,7 @@ static const char usage_text[] =
 "       xfer notify-wait [-n COUNT] [-t SECONDS] EXPORT\n"
 "       xfer notify-send [-n JOBS] [-l LEN] [-k SEGS] PEER EXPORT POOL\n"
 "       xfer notify-recv [-o EXPORT_OFF] [-n JOBS] [-l LEN] POOL EXPORT\n"
+"       xfer regs [-n POOLS] [-l LEN] [-w FILE -s SEED] [-t SECONDS] PREFIX\n"
 "\n"
 "PATTERN   byte:0xNN | char:X | seed:N\n"
 "numbers   decimal, or hex with 0x; K, M, G suffixes (powers of 1024)\n"
@@ -142,6 +147,12 @@ static const char usage_text[] =
 "-O        random: segments of one job may overlap (applied in order)\n"
 "-w, -r    refuse: a write-only (read-only) export of PEER, for the\n"
 "          READ (WRITE) access check\n"
+"regs      POOLS pools (default 256) of LEN bytes (default 64K) of its own\n"
+"          memory, PREFIX-pNNNN, each exported whole as PREFIXNNNN: the time\n"
+"          of each POOL_USER and EXPORT_ADD and the kernel memory a pool\n"
+"          takes; with -w, prints \"ready\", waits for FILE, then checks\n"
+"          that pool k holds xfer's seed:SEED pattern at offsets k x LEN on\n"
+"          (what peersim -F SEED -E PREFIX writes)\n"
 "exit      0 success, 1 failure (reason on stderr), 2 usage\n";
 
 static _Noreturn __printf(1, 2) void die(const char *fmt, ...)
@@ -2065,6 +2076,160 @@ static int cmd_notify_recv(int argc, char **argv)
 	return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* regs: many pools of the process's own memory (issue 44)                 */
+/* ---------------------------------------------------------------------- */
+
+/* Slab and vmalloc of the whole kernel, in KiB (/proc/meminfo). */
+static uint64_t kernel_kb(void)
+{
+	char line[256];
+	uint64_t v, sum = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Slab: %" SCNu64, &v) == 1 ||
+		    sscanf(line, "VmallocUsed: %" SCNu64, &v) == 1)
+			sum += v;
+	fclose(f);
+	return sum;
+}
+
+struct regs_time {
+	int64_t sum, max;
+};
+
+static void regs_time_add(struct regs_time *t, int64_t ns)
+{
+	t->sum += ns;
+	if (ns > t->max)
+		t->max = ns;
+}
+
+/* Pool k holds seed:SEED at offsets k x len on: what peers wrote. */
+static uint64_t regs_check(uint8_t **mem, uint64_t n, uint64_t len,
+			   uint64_t seed)
+{
+	struct pattern p;
+	uint64_t k, bad = 0, first, nbad;
+
+	pattern_seed(&p, seed);
+	for (k = 0; k < n; k++) {
+		nbad = pattern_diff(&p, mem[k], k * len, len, &first);
+		if (nbad && !bad)
+			fprintf(stderr, "xfer: regs: pool %" PRIu64 ": %" PRIu64
+				" bytes differ, first at offset %" PRIu64 "\n",
+				k, nbad, first - k * len);
+		bad += nbad;
+	}
+	return bad;
+}
+
+static int cmd_regs(int argc, char **argv)
+{
+	uint64_t n = 256, len = 65536, seed = 0, k, kb0, kb1;
+	int64_t timeout_ns = 600000000000LL, t0, t1;
+	struct regs_time tp = {}, te = {};
+	const char *wait_file = NULL;
+	bool have_seed = false;
+	struct kxfer_export_add e;
+	struct kxfer *kx;
+	uint8_t **mem;
+	uint32_t handle;
+	char name[KXFER_NAME_MAX];
+	int opt, ret;
+
+	opterr = 0;
+	while ((opt = getopt(argc, argv, "n:l:w:s:t:")) != -1) {
+		switch (opt) {
+		case 'n':
+			if (!parse_u64(optarg, &n) || !n || n > 65536)
+				usage("regs: bad count %s", optarg);
+			break;
+		case 'l':
+			if (!parse_u64(optarg, &len) || !len || len % 4096)
+				usage("regs: bad length %s", optarg);
+			break;
+		case 'w':
+			wait_file = optarg;
+			break;
+		case 's':
+			if (!parse_u64(optarg, &seed))
+				usage("regs: bad seed %s", optarg);
+			have_seed = true;
+			break;
+		case 't':
+			timeout_ns = arg_timeout(optarg);
+			break;
+		default:
+			usage("regs: unknown option -%c", optopt);
+		}
+	}
+	if (argc - optind != 1 || !!wait_file != have_seed)
+		usage("regs: PREFIX expected, and -w with -s");
+	if (strlen(argv[optind]) > KXFER_NAME_MAX - 8)
+		usage("regs: prefix too long");
+	ret = kxfer_open(&kx);
+	if (ret)
+		die("open /dev/%s: %s", KXFER_DEVICE_NAME, errname(ret));
+	mem = xcalloc(n, sizeof(*mem));
+	for (k = 0; k < n; k++) {
+		mem[k] = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (mem[k] == MAP_FAILED)
+			die("mmap: ENOMEM");
+	}
+	kb0 = kernel_kb();
+	for (k = 0; k < n; k++) {
+		snprintf(name, sizeof(name), "%s-p%04" PRIu64, argv[optind], k);
+		t0 = now_ns();
+		ret = kxfer_pool_register(kx, name, mem[k], len, &handle);
+		t1 = now_ns();
+		if (ret)
+			die("regs: pool %" PRIu64 " of %" PRIu64 ": %s", k, n,
+			    errname(ret));
+		regs_time_add(&tp, t1 - t0);
+		snprintf(name, sizeof(name), "%s%04" PRIu64, argv[optind], k);
+		ret = kxfer_export_init(&e, name, handle, 0, len, NULL,
+					KXFER_ACCESS_READ | KXFER_ACCESS_WRITE);
+		t0 = now_ns();
+		if (!ret)
+			ret = kxfer_export_add(kx, &e);
+		t1 = now_ns();
+		if (ret)
+			die("regs: export %s: %s", name, errname(ret));
+		regs_time_add(&te, t1 - t0);
+	}
+	kb1 = kernel_kb();
+	printf("regs: %" PRIu64 " pools of %" PRIu64 " bytes, each exported: ",
+	       n, len);
+	printf("POOL_USER %.1f us (max %.1f), EXPORT_ADD %.1f us (max %.1f); ",
+	       tp.sum / 1e3 / n, tp.max / 1e3, te.sum / 1e3 / n, te.max / 1e3);
+	printf("kernel memory %" PRIu64 " KiB more, %.1f KiB a pool\n",
+	       kb1 > kb0 ? kb1 - kb0 : 0,
+	       kb1 > kb0 ? (double)(kb1 - kb0) / n : 0.0);
+	if (wait_file) {
+		printf("ready\n");
+		fflush(stdout);
+		t0 = now_ns();
+		while (access(wait_file, F_OK)) {
+			if (timeout_ns && now_ns() - t0 > timeout_ns)
+				die("regs: no %s: ETIMEDOUT", wait_file);
+			usleep(100000);
+		}
+		k = regs_check(mem, n, len, seed);
+		if (k)
+			die("regs: %" PRIu64 " bytes differ", k);
+		printf("regs: every byte of the %" PRIu64 " pools as written\n", n);
+	}
+	t0 = now_ns();
+	kxfer_close(kx);
+	printf("regs: closed in %.1f ms\n", (now_ns() - t0) / 1e6);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd;
@@ -2094,5 +2259,7 @@ int main(int argc, char **argv)
 		return cmd_notify_send(argc - 1, argv + 1);
 	if (!strcmp(cmd, "notify-recv"))
 		return cmd_notify_recv(argc - 1, argv + 1);
+	if (!strcmp(cmd, "regs"))
+		return cmd_regs(argc - 1, argv + 1);
 	usage("unknown command: %s", cmd);
 }

@@ -33,6 +33,8 @@ packages=(
 	python3-yaml
 	# make htmldocs: Documentation/ with Sphinx (a host test of make check)
 	python3-sphinx
+	# tools/bench/scale draws the scale curves (issue 44)
+	python3-matplotlib
 	# NIXL 1.4.0 for tools/nixl (tools/nixl/build-nixl-deps.sh builds it
 	# offline from ../shared/third_party); not libabsl-dev nor
 	# libtomlplusplus-dev, which are too old for it and would be found

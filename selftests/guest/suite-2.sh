@@ -18,6 +18,8 @@ source "$KXFER_TOP/selftests/guest/auth.sh"
 source "$KXFER_TOP/selftests/guest/storm.sh"
 # shellcheck source=tenant.sh
 source "$KXFER_TOP/selftests/guest/tenant.sh"
+# shellcheck source=peersim.sh
+source "$KXFER_TOP/selftests/guest/peersim.sh"
 
 cd "$KXFER_TOP" || exit 1
 
@@ -1219,6 +1221,8 @@ ktest2 export_small_mrs t_export_small_mrs
 ktest2 not_allowed t_not_allowed
 ktest2 wrong_port t_wrong_port
 ktest2 poll_acceptor t_poll_acceptor
+KTEST_TIMEOUT=600 ktest2 peersim t_peersim
+KTEST_TIMEOUT=600 ktest2 peersim_regs t_peersim_regs
 ktest2 hostile_peer t_hostile_peer
 ktest2 hostile_peer_limits t_hostile_peer_limits
 ktest2 hostile_broken_qp t_hostile_broken_qp
