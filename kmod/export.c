@@ -16,7 +16,7 @@
 
 LIST_HEAD(kxfer_exports);
 static atomic64_t kxfer_export_gen = ATOMIC64_INIT(0);
-/* Withdrawers waiting for the peers' answers (ke_drains). */
+/* Withdrawers waiting for the peers' answers (the drains' references). */
 static DECLARE_WAIT_QUEUE_HEAD(kxfer_drain_wait);
 
 static struct kxfer_export *kxfer_export_lookup(const char *name)
@@ -187,9 +187,20 @@ void kxfer_export_put(struct kxfer_export *exp)
  */
 void kxfer_export_drained(struct kxfer_export *exp)
 {
-	if (atomic_dec_and_test(&exp->ke_drains))
-		wake_up_all(&kxfer_drain_wait);
+	/*
+	 * Its reference first: a withdrawer that waits holds its own and
+	 * returns once it is the last, so that the export, and the pool's
+	 * memory with it, go when its call returns.  Nothing of @exp is
+	 * touched after the put.
+	 */
 	kxfer_export_put(exp);
+	wake_up_all(&kxfer_drain_wait);
+}
+
+/* Only the withdrawer's reference is left: every drain ended. */
+static bool kxfer_export_drains_done(struct kxfer_export *exp)
+{
+	return kref_read(&exp->ke_ref) == 1;
 }
 
 /*
@@ -210,7 +221,7 @@ static void kxfer_exports_withdraw(struct list_head *list,
 		list_del_init(&exp->ke_node);
 		if (how == KXFER_WITHDRAW_WAIT)
 			wait_event_killable(kxfer_drain_wait,
-					    !atomic_read(&exp->ke_drains));
+					    kxfer_export_drains_done(exp));
 		kxfer_export_put(exp);
 	}
 }

@@ -436,7 +436,7 @@ out_dereg:
  * The peer is told (EXPORT_WITHDRAW): it refuses new jobs to the export,
  * lets those it posted finish and answers (kxfer_reg_withdrawn()).  The
  * keys stay valid until then; the registration holds the export, which
- * counts the session in its ke_drains, and a session whose peer does not
+ * counts as the session's drain, and a session whose peer does not
  * answer by the deadline (kxfer_drain_timeout_ms()) ends.
  *
  * Return: true if the drain started; false if the peer does not speak
@@ -457,7 +457,6 @@ bool kxfer_reg_drain_start(struct kxfer_session *s, struct kxfer_reg *rg)
 			   (u64)kxfer_drain_timeout_ms() * NSEC_PER_MSEC;
 	s->s_drains++;
 	kref_get(&exp->ke_ref);
-	atomic_inc(&exp->ke_drains);
 	strscpy(m.md_name, rg->rg_name, sizeof(m.md_name));
 	m.md_gen = cpu_to_le64(rg->rg_gen);
 	kxfer_ctrl_send(s, KXFER_MSG_EXPORT_WITHDRAW, m.md_name,

@@ -231,7 +231,6 @@ struct kxfer_prefix {
  *	only, whose name was proven if @ke_peer names one
  * @ke_ref: the namespace (or its withdrawer) and every session whose peer
  *	still drains it; the last frees it and drops the pool
- * @ke_drains: sessions whose peer has yet to answer its withdrawal
  */
 struct kxfer_export {
 	struct list_head	ke_node;
@@ -248,7 +247,6 @@ struct kxfer_export {
 	pid_t			ke_pid;
 	u32			ke_auth;
 	struct kref		ke_ref;
-	atomic_t		ke_drains;
 };
 
 /*

@@ -1781,8 +1781,8 @@ void kxfer_sessions_exports_changed(void)
  * @drain: let peers that speak KXFER_WIRE_F_DRAIN finish their jobs first
  *
  * On a session whose peer drains (with @drain), the peer is told
- * (EXPORT_WITHDRAW) and the registration stays, holding @exp and counted
- * in its ke_drains, until the peer answers or the session ends
+ * (EXPORT_WITHDRAW) and the registration stays, holding a reference to
+ * @exp, until the peer answers or the session ends
  * (kxfer_reg_drain_start()).  On the others its memory regions are
  * invalidated (LOCAL_INV, waited for) and the peer is told, before this
  * returns.  A session that has it nowhere but withholds exports counts
