@@ -495,8 +495,8 @@ static int kxfer_rexport_add(struct kxfer_session *s,
 			     const struct kxfer_msg_export *m,
 			     const char **why)
 {
-	unsigned int nmrs = le16_to_cpu(m->me_nmrs);
-	unsigned int first = le16_to_cpu(m->me_first);
+	unsigned int nmrs = kxfer_wire_export_nmrs(m);
+	unsigned int first = kxfer_wire_export_first(m);
 	unsigned int count = le16_to_cpu(m->me_count);
 	u64 gen = le64_to_cpu(m->me_gen);
 	struct kxfer_rexport *rx;

@@ -41,7 +41,8 @@ static struct kxfer_export *kxfer_export_lookup(const char *name)
  *
  * Return: 0; %-EINVAL for no or unknown access bits or an empty range;
  * %-ENOENT for an unknown or deleted pool; %-ERANGE for a range outside
- * the pool; %-E2BIG for a range longer than KXFER_EXPORT_MAX_LEN;
+ * the pool; %-E2BIG for a range longer than KXFER_EXPORT_MAX_LEN() of the
+ * largest MR page its memory allows;
  * %-EEXIST for a name in use; %-ENOMEM.  May sleep.
  */
 int kxfer_export_create(struct kxfer_export_args *args,
@@ -50,6 +51,7 @@ int kxfer_export_create(struct kxfer_export_args *args,
 {
 	struct kxfer_export *exp;
 	u64 end, len = args->len;
+	unsigned int shift;
 	int ret;
 
 	if (!args->access) {
@@ -116,9 +118,11 @@ int kxfer_export_create(struct kxfer_export_args *args,
 		ret = -ERANGE;
 		goto out_unlock;
 	}
-	if (len + (args->off & ~PAGE_MASK) > KXFER_EXPORT_MAX_LEN) {
+	shift = kxfer_mr_shift(pool, NULL, args->off, end);
+	if (len + (args->off & ((1ULL << shift) - 1)) >
+	    KXFER_EXPORT_MAX_LEN(shift)) {
 		NL_SET_ERR_MSG(extack,
-			       "export longer than one export can map (4096 MRs of 512 pages, 8 GiB with 4 KiB pages)");
+			       "export longer than one export can map (262144 MRs of 512 pages of what its memory allows: 512 GiB in 4 KiB pages)");
 		ret = -E2BIG;
 		goto out_unlock;
 	}
@@ -130,6 +134,7 @@ int kxfer_export_create(struct kxfer_export_args *args,
 	}
 	exp->ke_off = args->off;
 	exp->ke_len = len;
+	exp->ke_mr_shift = shift;
 	exp->ke_gen = atomic64_inc_return(&kxfer_export_gen);
 	kref_get(&pool->kp_ref);
 	exp->ke_pool = pool;

@@ -100,9 +100,13 @@ static int kxfer_reg_post_wait(struct kxfer_session *s,
 	return ret;
 }
 
-/* Map one MR over pool bytes [start, end): its DMA ranges, one per chunk. */
+/*
+ * Map one MR over pool bytes [start, end): its DMA ranges, one per chunk,
+ * in pages of 1 << @shift bytes (kxfer_reg_shape() chose a size every
+ * chunk boundary inside the export falls on).
+ */
 static int kxfer_mr_map(struct kxfer_pool *pool, const u64 *dma,
-			struct ib_mr *mr, u64 start, u64 end)
+			struct ib_mr *mr, u64 start, u64 end, unsigned int shift)
 {
 	const struct kxfer_chunk *c = kxfer_pool_chunk_at(pool, start);
 	unsigned int i, n = 0, first = c - pool->kp_chunks;
@@ -126,7 +130,7 @@ static int kxfer_mr_map(struct kxfer_pool *pool, const u64 *dma,
 		sg_dma_len(sg) = cend - cstart;
 		sg->length = cend - cstart;
 	}
-	ret = ib_map_mr_sg(mr, sgl, n, NULL, PAGE_SIZE);
+	ret = ib_map_mr_sg(mr, sgl, n, NULL, 1UL << shift);
 	kfree(sgl);
 	return ret == n ? 0 : (ret < 0 ? ret : -EINVAL);
 }
@@ -154,71 +158,135 @@ static void kxfer_reg_dereg(struct kxfer_reg *rg)
 static void kxfer_reg_free(struct kxfer_reg *rg)
 {
 	kxfer_reg_dereg(rg);
-	kfree(rg);
+	kvfree(rg);
+}
+
+/**
+ * kxfer_mr_shift - the largest MR page an export's memory allows
+ * @pool: the export's pool
+ * @dma: its DMA addresses on a device, or %NULL for its pages' physical
+ *	ones (an export's bound, before any device is known)
+ * @off: the export's first byte in the pool
+ * @end: the byte past its last
+ *
+ * ib_map_mr_sg() takes pages: every chunk the range crosses must lie at the
+ * same offset in a page in the pool and in DMA space, and start and end on
+ * a page.  Kernel pools of 2 MiB folios, a process's memory on huge pages
+ * and GPU memory allow large pages; memory of scattered 4 KiB pages does
+ * not.  At most mr_max_page.
+ *
+ * Return: log2 of the page, PAGE_SHIFT to KXFER_MR_MAX_PAGE_SHIFT.
+ */
+unsigned int kxfer_mr_shift(const struct kxfer_pool *pool, const u64 *dma,
+			    u64 off, u64 end)
+{
+	const struct kxfer_chunk *c = kxfer_pool_chunk_at(pool, off);
+	const struct kxfer_chunk *last = pool->kp_chunks + pool->kp_nchunks;
+	unsigned int max;
+	u64 bad = 0, at;
+
+	for (; c < last && c->kc_off < end; c++) {
+		if (dma)
+			at = dma[c - pool->kp_chunks];
+		else if (c->kc_page)
+			at = page_to_phys(c->kc_page);
+		else
+			at = c->kc_off;	/* a device's ranges: checked there */
+		/*
+		 * The chunk's own ends too, not only those inside the range:
+		 * a page reaching past its chunk would name memory the pool
+		 * does not hold, even if the MR's bounds keep peers out.
+		 */
+		bad |= (at - c->kc_off) | c->kc_off | (c->kc_off + c->kc_len);
+	}
+	max = ilog2(READ_ONCE(kxfer_mr_max_page));
+	if (!bad)
+		return max;
+	return clamp_t(unsigned int, __ffs64(bad), PAGE_SHIFT, max);
 }
 
 /*
- * The MRs @exp takes on the session's device, of *@max_pages pages each:
- * 0, said in the log, if the device has no fast registration or @exp needs
- * more MRs than a peer takes (KXFER_WIRE_MAX_MRS).
- * export add bounds an export by the largest MR; a device with shorter
- * page lists, or a lower mr_max_pages, can need more.
+ * How @exp is cut into MRs on the session's device (@sh): the largest page
+ * both its memory and the device allow (page_size_cap), pages per MR
+ * (max_fast_reg_page_list_len, mr_max_pages, KXFER_MR_MAX_PAGES) and how
+ * many MRs that makes.  0 MRs, said in the log, if the device has no fast
+ * registration, the pool cannot be mapped there, or @exp needs more MRs
+ * than the peer takes (KXFER_WIRE_MAX_MRS, or KXFER_WIRE_MAX_MRS32 to a
+ * peer that speaks KXFER_WIRE_F_MRS32); export add bounded it by the
+ * largest page its memory allows, a device with smaller pages or shorter
+ * lists can need more.  Caller holds s_mutex and obj_mutex.
  */
-static unsigned int kxfer_reg_nmrs(struct kxfer_session *s,
-				   const struct kxfer_export *exp,
-				   unsigned int *max_pages)
-{
-	u64 base = round_down(exp->ke_off, PAGE_SIZE);
-	u64 end = exp->ke_off + exp->ke_len;
-	u64 nmrs;
+struct kxfer_reg_shape {
+	const u64	*rs_dma;
+	unsigned int	rs_shift;
+	unsigned int	rs_max_pages;
+	u64		rs_nmrs;
+};
 
-	*max_pages = min3(s->s_dev->kd_ibdev->attrs.max_fast_reg_page_list_len,
-			  READ_ONCE(kxfer_mr_max_pages),
-			  (u32)KXFER_MR_MAX_PAGES);
-	if (!*max_pages) {
+static u64 kxfer_reg_shape(struct kxfer_session *s,
+			   const struct kxfer_export *exp,
+			   struct kxfer_reg_shape *sh)
+{
+	const struct ib_device_attr *attrs = &s->s_dev->kd_ibdev->attrs;
+	u64 end = exp->ke_off + exp->ke_len, cap, max_mrs;
+	struct kxfer_pool *pool = exp->ke_pool;
+	struct kxfer_pool_map *pm;
+
+	sh->rs_max_pages = min3(attrs->max_fast_reg_page_list_len,
+				READ_ONCE(kxfer_mr_max_pages),
+				(u32)KXFER_MR_MAX_PAGES);
+	if (!sh->rs_max_pages) {
 		pr_warn_ratelimited("kxfer: peer %s: %s has no fast registration: export %s not offered\n",
 				    s->s_name, s->s_dev->kd_name, exp->ke_name);
 		return 0;
 	}
-	nmrs = DIV_ROUND_UP(end - base, (u64)*max_pages << PAGE_SHIFT);
-	if (nmrs <= KXFER_WIRE_MAX_MRS)
-		return nmrs;
-	pr_warn_ratelimited("kxfer: peer %s: export %s needs %llu memory regions of %u KiB on %s, more than the %u a peer takes: not offered\n",
-			    s->s_name, exp->ke_name, nmrs,
-			    *max_pages << (PAGE_SHIFT - 10), s->s_dev->kd_name,
-			    KXFER_WIRE_MAX_MRS);
+	kxfer_pool_map_device(pool, s->s_dev);
+	sh->rs_dma = NULL;
+	mutex_lock(&pool->kp_map_lock);
+	list_for_each_entry(pm, &pool->kp_maps, pm_node)
+		if (pm->pm_dev == s->s_dev)
+			sh->rs_dma = pm->pm_dma;
+	mutex_unlock(&pool->kp_map_lock);
+	/* The map lives until the device goes, which ends this session. */
+	if (!sh->rs_dma)
+		return 0;
+
+	sh->rs_shift = kxfer_mr_shift(pool, sh->rs_dma, exp->ke_off, end);
+	/* The largest the device takes, down to the smallest page. */
+	cap = attrs->page_size_cap & GENMASK_ULL(sh->rs_shift, PAGE_SHIFT);
+	sh->rs_shift = cap ? fls64(cap) - 1 : PAGE_SHIFT;
+	sh->rs_nmrs = DIV_ROUND_UP(end - round_down(exp->ke_off,
+						    1ULL << sh->rs_shift),
+				   (u64)sh->rs_max_pages << sh->rs_shift);
+	max_mrs = s->s_peer_features & KXFER_WIRE_F_MRS32 ?
+		  KXFER_WIRE_MAX_MRS32 : KXFER_WIRE_MAX_MRS;
+	if (sh->rs_nmrs <= max_mrs)
+		return sh->rs_nmrs;
+	pr_warn_ratelimited("kxfer: peer %s: export %s needs %llu memory regions of %u pages of %lu KiB on %s, more than the %llu a peer takes: not offered\n",
+			    s->s_name, exp->ke_name, sh->rs_nmrs,
+			    sh->rs_max_pages, 1UL << (sh->rs_shift - 10),
+			    s->s_dev->kd_name, max_mrs);
 	return 0;
 }
 
 /*
- * Register one export on the session, as @nmrs MRs of @max_pages pages
- * (kxfer_reg_nmrs()).  Caller holds s_mutex, obj_mutex.
+ * Register one export on the session, in the MRs kxfer_reg_shape() cut
+ * it into.  Caller holds s_mutex, obj_mutex.
  */
 static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
 					  struct kxfer_export *exp,
-					  unsigned int max_pages,
-					  unsigned int nmrs)
+					  const struct kxfer_reg_shape *sh)
 {
 	struct kxfer_pool *pool = exp->ke_pool;
-	u64 span = (u64)max_pages << PAGE_SHIFT;
-	u64 base = round_down(exp->ke_off, PAGE_SIZE);
+	u64 page = 1ULL << sh->rs_shift, span = sh->rs_max_pages * page;
+	u64 base = round_down(exp->ke_off, page);
 	u64 end = exp->ke_off + exp->ke_len;
-	unsigned int i, batch = 0;
+	unsigned int i, nmrs = sh->rs_nmrs, batch = 0;
 	struct ib_reg_wr *wrs;
-	struct kxfer_pool_map *pm;
 	struct kxfer_reg *rg;
 	int ret = -ENOMEM;
 
-	kxfer_pool_map_device(pool, s->s_dev);
-	mutex_lock(&pool->kp_map_lock);
-	list_for_each_entry(pm, &pool->kp_maps, pm_node)
-		if (pm->pm_dev == s->s_dev)
-			break;
-	mutex_unlock(&pool->kp_map_lock);
-	if (list_entry_is_head(pm, &pool->kp_maps, pm_node))
-		return ERR_PTR(-ENOMEM);
-
-	rg = kzalloc(struct_size(rg, rg_mrs, nmrs), GFP_KERNEL);
+	rg = kvzalloc(struct_size(rg, rg_mrs, nmrs), GFP_KERNEL);
 	wrs = kcalloc(KXFER_REG_BATCH, sizeof(*wrs), GFP_KERNEL);
 	if (!rg || !wrs)
 		goto out_free;
@@ -228,6 +296,7 @@ static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
 	rg->rg_gen = exp->ke_gen;
 	strscpy(rg->rg_name, exp->ke_name, sizeof(rg->rg_name));
 	rg->rg_nmrs = nmrs;
+	rg->rg_shift = sh->rs_shift;
 
 	for (i = 0; i < nmrs; i++) {
 		struct kxfer_mr_reg *m = &rg->rg_mrs[i];
@@ -242,8 +311,8 @@ static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
 		 * 256 pages), and a session holds one MR per export it has.
 		 */
 		mr = ib_alloc_mr(s->s_pd, IB_MR_TYPE_MEM_REG,
-				 (PAGE_ALIGN(stop) - round_down(start, PAGE_SIZE)) >>
-				 PAGE_SHIFT);
+				 (round_up(stop, page) - round_down(start, page)) >>
+				 sh->rs_shift);
 		if (IS_ERR(mr)) {
 			ret = PTR_ERR(mr);
 			goto out_free;
@@ -256,11 +325,12 @@ static struct kxfer_reg *kxfer_reg_export(struct kxfer_session *s,
 		 * MR's completion must be valid to complete.
 		 */
 		init_completion(&m->mr_done);
-		ret = kxfer_mr_map(pool, pm->pm_dma, mr, start, stop);
+		ret = kxfer_mr_map(pool, sh->rs_dma, mr, start, stop,
+				   sh->rs_shift);
 		if (ret)
 			goto out_free;
 		/* Zero-based: keep only the offset within the first page. */
-		mr->iova &= PAGE_SIZE - 1;
+		mr->iova &= page - 1;
 		ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
 		m->mr_off = start - exp->ke_off;
 		m->mr_len = stop - start;
@@ -313,8 +383,11 @@ static void kxfer_reg_advertise(struct kxfer_session *s, struct kxfer_reg *rg)
 		m->me_len = cpu_to_le64(exp->ke_len);
 		m->me_gen = cpu_to_le64(rg->rg_gen);
 		m->me_access = cpu_to_le32(exp->ke_access);
-		m->me_nmrs = cpu_to_le16(rg->rg_nmrs);
-		m->me_first = cpu_to_le16(first);
+		/* past 65535 only to a peer that speaks KXFER_WIRE_F_MRS32 */
+		m->me_nmrs = cpu_to_le16(rg->rg_nmrs & 0xffff);
+		m->me_nmrs_hi = cpu_to_le16(rg->rg_nmrs >> 16);
+		m->me_first = cpu_to_le16(first & 0xffff);
+		m->me_first_hi = cpu_to_le16(first >> 16);
 		m->me_count = cpu_to_le16(count);
 		for (i = 0; i < count; i++) {
 			const struct kxfer_mr_reg *r = &rg->rg_mrs[first + i];
@@ -344,7 +417,8 @@ static void kxfer_reg_advertise(struct kxfer_session *s, struct kxfer_reg *rg)
  */
 int kxfer_regs_sync(struct kxfer_session *s)
 {
-	unsigned int max_pages, nmrs, withheld = 0;
+	struct kxfer_reg_shape sh;
+	unsigned int withheld = 0;
 	struct kxfer_export *exp;
 	struct kxfer_reg *rg;
 	int ret = 0;
@@ -359,12 +433,11 @@ int kxfer_regs_sync(struct kxfer_session *s)
 		if (!list_entry_is_head(rg, &s->s_regs, rg_node))
 			continue;
 		/* Too large for this device: the others still go. */
-		nmrs = kxfer_reg_nmrs(s, exp, &max_pages);
-		if (!nmrs) {
+		if (!kxfer_reg_shape(s, exp, &sh)) {
 			withheld++;
 			continue;
 		}
-		rg = kxfer_reg_export(s, exp, max_pages, nmrs);
+		rg = kxfer_reg_export(s, exp, &sh);
 		if (IS_ERR(rg)) {
 			ret = PTR_ERR(rg);
 			kxfer_warn("peer %s: cannot register export %s: %d\n",
@@ -501,7 +574,7 @@ int kxfer_reg_withdrawn(struct kxfer_session *s,
 		list_del(&rg->rg_node);
 		kxfer_reg_invalidate(s, rg);
 		kxfer_reg_drain_end(s, rg);
-		kfree(rg);
+		kvfree(rg);
 		return 0;
 	}
 	*why = "answer to a withdrawal never asked";
@@ -575,7 +648,7 @@ void kxfer_regs_release(struct kxfer_session *s)
 		kxfer_reg_dereg(rg);
 		if (rg->rg_draining)
 			kxfer_reg_drain_end(s, rg);
-		kfree(rg);
+		kvfree(rg);
 	}
 	s->s_exports_withheld = 0;
 }

@@ -246,6 +246,7 @@ struct kxfer_export {
 	struct kxfer_file	*ke_file;
 	pid_t			ke_pid;
 	u32			ke_auth;
+	unsigned int		ke_mr_shift;	/* the largest MR page allowed */
 	struct kref		ke_ref;
 };
 
@@ -413,13 +414,19 @@ extern unsigned int kxfer_qp_inflight_mb;
 
 /*
  * An export's MRs map at most KXFER_MR_MAX_PAGES pages each (fewer on a
- * device with a shorter max_fast_reg_page_list_len), and a peer takes at
- * most KXFER_WIRE_MAX_MRS (wire.h) of them: an export spans at most
- * KXFER_EXPORT_MAX_LEN bytes from the start of its first page, 8 GiB
- * with 4 KiB pages.  Larger ranges are refused when exported (E2BIG).
+ * device with a shorter max_fast_reg_page_list_len), of the largest page,
+ * up to 1 GiB, that both its memory's layout and the device allow
+ * (kxfer_mr_shift()); a peer takes at most KXFER_WIRE_MAX_MRS32 (wire.h)
+ * of them.  An export spans at most KXFER_EXPORT_MAX_LEN(shift) bytes
+ * from the start of its first page: 512 GiB of memory in 4 KiB pages,
+ * all of a pool of 2 MiB pieces.  Longer ranges are refused when
+ * exported (E2BIG); a peer that takes only KXFER_WIRE_MAX_MRS (an older
+ * kxfer) is not offered an export that needs more.
  */
 #define KXFER_MR_MAX_PAGES	512
-#define KXFER_EXPORT_MAX_LEN	((u64)KXFER_WIRE_MAX_MRS * KXFER_MR_MAX_PAGES * PAGE_SIZE)
+#define KXFER_MR_MAX_PAGE_SHIFT	30
+#define KXFER_EXPORT_MAX_LEN(shift) \
+	((u64)KXFER_WIRE_MAX_MRS32 * KXFER_MR_MAX_PAGES << (shift))
 /*
  * mr_max_pages, 1..KXFER_MR_MAX_PAGES: a further cap on an MR's pages,
  * read when an export is registered.  An export that needs more MRs
@@ -427,6 +434,7 @@ extern unsigned int kxfer_qp_inflight_mb;
  * offered on that session; the session and other exports are unharmed.
  */
 extern unsigned int kxfer_mr_max_pages;
+extern unsigned long kxfer_mr_max_page;
 
 /* Bits of kxfer_qp.q_events, set by the CM handler for the work. */
 enum {
@@ -578,6 +586,7 @@ struct kxfer_reg {
 	struct kxfer_export	*rg_export;
 	struct kxfer_pool	*rg_pool;	/* referenced: the MRs map it */
 	u64			rg_gen;
+	unsigned int		rg_shift;	/* log2 of its MRs' page */
 	bool			rg_draining;
 	u64			rg_drain_end;
 	char			rg_name[KXFER_NAME_MAX];	/* the export's */
@@ -846,6 +855,8 @@ void kxfer_ctrl_reset(struct kxfer_session *s);
 int kxfer_regs_sync(struct kxfer_session *s);
 void kxfer_regs_release(struct kxfer_session *s);
 int kxfer_reg_invalidate(struct kxfer_session *s, struct kxfer_reg *rg);
+unsigned int kxfer_mr_shift(const struct kxfer_pool *pool, const u64 *dma,
+			    u64 off, u64 end);
 bool kxfer_reg_drain_start(struct kxfer_session *s, struct kxfer_reg *rg);
 int kxfer_reg_withdrawn(struct kxfer_session *s,
 			const struct kxfer_msg_export_del *m, const char **why);

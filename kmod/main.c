@@ -81,6 +81,36 @@ module_param_cb(mr_max_pages, &kxfer_mr_max_pages_ops, &kxfer_mr_max_pages,
 MODULE_PARM_DESC(mr_max_pages,
 		 "Pages one memory region of an export maps, 1..512, below the device's own limit, for exports registered after (default 512)");
 
+static int kxfer_mr_max_page_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned long v;
+	int ret = kstrtoul(val, 0, &v);
+
+	if (ret)
+		return ret;
+	if (!is_power_of_2(v) || v < PAGE_SIZE ||
+	    v > 1UL << KXFER_MR_MAX_PAGE_SHIFT)
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned long *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops kxfer_mr_max_page_ops = {
+	.set = kxfer_mr_max_page_set,
+	.get = param_get_ulong,
+};
+
+/*
+ * The largest page an export's memory region maps: the memory's layout
+ * and the device's page_size_cap decide below it (kxfer_mr_shift()).  A
+ * driver that mishandles large pages is given 4096.
+ */
+unsigned long kxfer_mr_max_page = 1UL << KXFER_MR_MAX_PAGE_SHIFT;
+module_param_cb(mr_max_page, &kxfer_mr_max_page_ops, &kxfer_mr_max_page,
+		0644);
+MODULE_PARM_DESC(mr_max_page,
+		 "Bytes of the largest page an export's memory region maps, a power of two from the page size to 1 GiB, for exports registered after (default 1 GiB)");
+
 /*
  * An inference engine registers a region per layer and per K/V (160 for
  * an 80-layer model), each a pool of its file: the count is generous,

@@ -569,6 +569,13 @@ static int kxfer_nl_fill_export(struct sk_buff *skb, struct kxfer_export *exp,
 	     nla_put_string(skb, KXFER_A_EXPORT_PEER, exp->ke_peer)) ||
 	    nla_put_u32(skb, KXFER_A_EXPORT_ACCESS, exp->ke_access) ||
 	    nla_put_u32(skb, KXFER_A_EXPORT_AUTH, exp->ke_auth) ||
+	    nla_put_u64_64bit(skb, KXFER_A_EXPORT_MR_PAGE,
+			      1ULL << exp->ke_mr_shift, KXFER_A_EXPORT_PAD) ||
+	    nla_put_u32(skb, KXFER_A_EXPORT_MRS,
+			DIV_ROUND_UP(exp->ke_len +
+				     (exp->ke_off & ((1ULL << exp->ke_mr_shift) - 1)),
+				     (u64)KXFER_MR_MAX_PAGES <<
+				     exp->ke_mr_shift)) ||
 	    (exp->ke_file &&
 	     nla_put_u32(skb, KXFER_A_EXPORT_PID, exp->ke_pid)))
 		return -EMSGSIZE;
@@ -936,9 +943,21 @@ static int kxfer_nl_put_retry(struct sk_buff *skb, struct kxfer_session *s)
 			   KXFER_A_PEER_PAD);
 }
 
+/*
+ * How much of a session kxfer_nl_fill_peer() puts: its state alone (a
+ * monitor event), all of it, or all but the export lists, with
+ * KXFER_A_PEER_EXPORTS_OMITTED, when they do not fit one message.
+ */
+enum kxfer_nl_peer_fill {
+	KXFER_NL_PEER_STATE,
+	KXFER_NL_PEER_FULL,
+	KXFER_NL_PEER_BRIEF,
+};
+
 static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
-			      bool full)
+			      enum kxfer_nl_peer_fill how)
 {
+	struct kxfer_reg *rg;
 	struct kxfer_rexport *rx;
 	struct nlattr *nest;
 	unsigned int i;
@@ -952,7 +971,7 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 	      nla_put_s32(skb, KXFER_A_PEER_LAST_ERRNO, s->s_last_errno))) ||
 	    kxfer_nl_put_retry(skb, s))
 		return -EMSGSIZE;
-	if (!full)
+	if (how == KXFER_NL_PEER_STATE)
 		return 0;
 	if (kxfer_nl_put_sockaddr(skb, KXFER_A_PEER_ADDR, KXFER_A_PEER_PORT,
 				  &s->s_dst) ||
@@ -1002,6 +1021,9 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 			return -EMSGSIZE;
 		nla_nest_end(skb, nest);
 	}
+	if (how == KXFER_NL_PEER_BRIEF)
+		return nla_put_flag(skb, KXFER_A_PEER_EXPORTS_OMITTED) ?
+		       -EMSGSIZE : 0;
 	list_for_each_entry(rx, &s->s_rexports, rx_node) {
 		if (rx->rx_have != rx->rx_nmrs)
 			continue;	/* not complete yet */
@@ -1014,6 +1036,20 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 		    nla_put_u64_64bit(skb, KXFER_A_REXP_GEN, rx->rx_gen,
 				      KXFER_A_REXP_PAD) ||
 		    nla_put_u32(skb, KXFER_A_REXP_MRS, rx->rx_nmrs))
+			return -EMSGSIZE;
+		nla_nest_end(skb, nest);
+	}
+	list_for_each_entry(rg, &s->s_regs, rg_node) {
+		if (rg->rg_draining)
+			continue;
+		nest = nla_nest_start(skb, KXFER_A_PEER_LOCAL_EXPORT);
+		if (!nest ||
+		    nla_put_string(skb, KXFER_A_REXP_NAME, rg->rg_name) ||
+		    nla_put_u64_64bit(skb, KXFER_A_REXP_GEN, rg->rg_gen,
+				      KXFER_A_REXP_PAD) ||
+		    nla_put_u32(skb, KXFER_A_REXP_MRS, rg->rg_nmrs) ||
+		    nla_put_u64_64bit(skb, KXFER_A_REXP_MR_PAGE,
+				      1ULL << rg->rg_shift, KXFER_A_REXP_PAD))
 			return -EMSGSIZE;
 		nla_nest_end(skb, nest);
 	}
@@ -1059,10 +1095,43 @@ static int kxfer_nl_peer_del_doit(struct sk_buff *skb, struct genl_info *info)
 	return kxfer_peer_delete(name, info->extack);
 }
 
+/*
+ * Bytes of a peer's message with its export lists: a nest of the most a
+ * remote or local export puts (a name of KXFER_NAME_MAX, two u64s and
+ * their pads, two u32s) per export, a QP's per QP, and a page for the
+ * rest.  Caller holds s_mutex.
+ */
+#define KXFER_NL_PEER_EXPORT_SIZE \
+	(nla_total_size(0) + nla_total_size(KXFER_NAME_MAX) + \
+	 2 * nla_total_size_64bit(sizeof(u64)) + 2 * nla_total_size(sizeof(u32)))
+#define KXFER_NL_PEER_QP_SIZE	(nla_total_size(0) + 4 * nla_total_size(sizeof(u32)))
+/* A reply larger than this leaves the export lists out (64 KiB). */
+#define KXFER_NL_PEER_MAX	(64 * 1024)
+
+static size_t kxfer_nl_peer_size(struct kxfer_session *s)
+{
+	size_t n = 0;
+	struct kxfer_rexport *rx;
+	struct kxfer_reg *rg;
+
+	list_for_each_entry(rx, &s->s_rexports, rx_node)
+		n++;
+	list_for_each_entry(rg, &s->s_regs, rg_node)
+		n++;
+	return NLMSG_GOODSIZE + s->s_nqps * KXFER_NL_PEER_QP_SIZE +
+	       n * KXFER_NL_PEER_EXPORT_SIZE;
+}
+
 static int kxfer_nl_fill_peer_full(struct sk_buff *skb,
 				   struct kxfer_session *s)
 {
-	return kxfer_nl_fill_peer(skb, s, true);
+	return kxfer_nl_fill_peer(skb, s, KXFER_NL_PEER_FULL);
+}
+
+static int kxfer_nl_fill_peer_brief(struct sk_buff *skb,
+				    struct kxfer_session *s)
+{
+	return kxfer_nl_fill_peer(skb, s, KXFER_NL_PEER_BRIEF);
 }
 
 static int kxfer_nl_put_u64s(struct sk_buff *skb, const int *types,
@@ -1151,32 +1220,64 @@ static int kxfer_nl_fill_stats(struct sk_buff *skb, struct kxfer_session *s)
 typedef int (*kxfer_nl_sess_fill_t)(struct sk_buff *skb,
 				    struct kxfer_session *s);
 
-static int kxfer_nl_sess_doit(struct genl_info *info, u8 cmd,
-			      kxfer_nl_sess_fill_t fill)
+/*
+ * What a session command puts: @fill; where that can outgrow a message,
+ * @size says how large to make the reply, and @brief is put instead when
+ * @fill does not fit (a reply of KXFER_NL_PEER_MAX, or a dump's message).
+ */
+struct kxfer_nl_sess_ops {
+	kxfer_nl_sess_fill_t	fill;
+	kxfer_nl_sess_fill_t	brief;
+	size_t			(*size)(struct kxfer_session *s);
+};
+
+/* One reply for @s, its message in @msg.  Caller holds s_mutex. */
+static int kxfer_nl_sess_reply(struct genl_info *info, u8 cmd,
+			       const struct kxfer_nl_sess_ops *ops,
+			       struct kxfer_session *s, struct sk_buff **msg)
 {
+	size_t size = ops->size ? min_t(size_t, ops->size(s),
+					KXFER_NL_PEER_MAX) : NLMSG_GOODSIZE;
+	kxfer_nl_sess_fill_t fill = ops->fill;
+	void *hdr;
+
+	for (;;) {
+		*msg = genlmsg_new(size, GFP_KERNEL);
+		if (!*msg)
+			return -ENOMEM;
+		hdr = genlmsg_put_reply(*msg, info, &kxfer_genl_family, 0, cmd);
+		if (hdr && !fill(*msg, s)) {
+			genlmsg_end(*msg, hdr);
+			return 0;
+		}
+		nlmsg_free(*msg);
+		*msg = NULL;
+		if (!ops->brief || fill == ops->brief)
+			return -EMSGSIZE;
+		fill = ops->brief;
+		size = NLMSG_GOODSIZE;
+	}
+}
+
+static int kxfer_nl_sess_doit(struct genl_info *info, u8 cmd,
+			      const struct kxfer_nl_sess_ops *ops)
+{
+	struct sk_buff *msg = NULL;
 	struct kxfer_session *s;
-	struct sk_buff *msg;
 	const char *name;
 	int ret = -ENOENT;
-	void *hdr;
 
 	name = kxfer_nl_name(info, KXFER_A_PEER_NAME, info->extack);
 	if (IS_ERR(name))
 		return PTR_ERR(name);
-	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
-	if (!msg)
-		return -ENOMEM;
 
 	mutex_lock(&kxfer_sess_mutex);
 	list_for_each_entry(s, &kxfer_sessions, s_node) {
 		if (strcmp(s->s_name, name))
 			continue;
-		hdr = genlmsg_put_reply(msg, info, &kxfer_genl_family, 0, cmd);
 		mutex_lock(&s->s_mutex);
-		ret = (!hdr || fill(msg, s)) ? -EMSGSIZE : 0;
+		ret = kxfer_nl_sess_reply(info, cmd, ops, s, &msg);
 		mutex_unlock(&s->s_mutex);
-		if (!ret)
-			genlmsg_end(msg, hdr);
 		break;
 	}
 	mutex_unlock(&kxfer_sess_mutex);
@@ -1185,27 +1286,39 @@ static int kxfer_nl_sess_doit(struct genl_info *info, u8 cmd,
 			NL_SET_ERR_MSG_ATTR(info->extack,
 					    info->attrs[KXFER_A_PEER_NAME],
 					    "no such peer");
-		nlmsg_free(msg);
 		return ret;
 	}
 	return genlmsg_reply(msg, info);
 }
 
+static const struct kxfer_nl_sess_ops kxfer_nl_peer_ops = {
+	.fill	= kxfer_nl_fill_peer_full,
+	.brief	= kxfer_nl_fill_peer_brief,
+	.size	= kxfer_nl_peer_size,
+};
+
+static const struct kxfer_nl_sess_ops kxfer_nl_stats_ops = {
+	.fill	= kxfer_nl_fill_stats,
+};
+
 static int kxfer_nl_peer_get_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	return kxfer_nl_sess_doit(info, KXFER_CMD_PEER_GET,
-				  kxfer_nl_fill_peer_full);
+	return kxfer_nl_sess_doit(info, KXFER_CMD_PEER_GET, &kxfer_nl_peer_ops);
 }
 
 static int kxfer_nl_stats_get_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	return kxfer_nl_sess_doit(info, KXFER_CMD_STATS_GET,
-				  kxfer_nl_fill_stats);
+				  &kxfer_nl_stats_ops);
 }
 
+/*
+ * A session whose message does not fit an empty dump message is put
+ * @brief, so that a dump never ends early without a word.
+ */
 static int kxfer_nl_sess_dumpit(struct sk_buff *skb,
 				struct netlink_callback *cb, u8 cmd,
-				kxfer_nl_sess_fill_t fill)
+				const struct kxfer_nl_sess_ops *ops)
 {
 	struct kxfer_session *s;
 	long idx = 0;
@@ -1214,6 +1327,8 @@ static int kxfer_nl_sess_dumpit(struct sk_buff *skb,
 
 	mutex_lock(&kxfer_sess_mutex);
 	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		bool first = !skb->len;
+
 		if (idx++ < cb->args[0])
 			continue;
 		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
@@ -1222,10 +1337,19 @@ static int kxfer_nl_sess_dumpit(struct sk_buff *skb,
 		if (!hdr)
 			break;
 		mutex_lock(&s->s_mutex);
-		ret = fill(skb, s);
+		ret = ops->fill(skb, s);
+		if (ret && first && ops->brief) {
+			genlmsg_cancel(skb, hdr);
+			hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+					  cb->nlh->nlmsg_seq,
+					  &kxfer_genl_family, NLM_F_MULTI,
+					  cmd);
+			ret = hdr ? ops->brief(skb, s) : -EMSGSIZE;
+		}
 		mutex_unlock(&s->s_mutex);
 		if (ret) {
-			genlmsg_cancel(skb, hdr);
+			if (hdr)
+				genlmsg_cancel(skb, hdr);
 			break;
 		}
 		genlmsg_end(skb, hdr);
@@ -1239,14 +1363,14 @@ static int kxfer_nl_peer_get_dumpit(struct sk_buff *skb,
 				    struct netlink_callback *cb)
 {
 	return kxfer_nl_sess_dumpit(skb, cb, KXFER_CMD_PEER_GET,
-				    kxfer_nl_fill_peer_full);
+				    &kxfer_nl_peer_ops);
 }
 
 static int kxfer_nl_stats_get_dumpit(struct sk_buff *skb,
 				     struct netlink_callback *cb)
 {
 	return kxfer_nl_sess_dumpit(skb, cb, KXFER_CMD_STATS_GET,
-				    kxfer_nl_fill_stats);
+				    &kxfer_nl_stats_ops);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1685,7 +1809,7 @@ void kxfer_nl_notify_export(struct kxfer_export *exp, bool add)
 
 static int kxfer_nl_fill_peer_ntf(struct sk_buff *skb, void *obj, bool full)
 {
-	return kxfer_nl_fill_peer(skb, obj, false);
+	return kxfer_nl_fill_peer(skb, obj, KXFER_NL_PEER_STATE);
 }
 
 /**

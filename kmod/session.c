@@ -1809,7 +1809,7 @@ void kxfer_sessions_export_removed(struct kxfer_export *exp, bool drain)
 			kxfer_reg_invalidate(s, rg);
 			strscpy(del.md_name, exp->ke_name, sizeof(del.md_name));
 			del.md_gen = cpu_to_le64(rg->rg_gen);
-			kfree(rg);
+			kvfree(rg);
 			if (s->s_ctrl_up) {
 				kxfer_ctrl_send(s, KXFER_MSG_EXPORT_DEL,
 						del.md_name,

@@ -117,10 +117,10 @@ static int kxfer_wire_check_export(const struct kxfer_msg_export *m,
 		*why = "bad export access";
 		return -EINVAL;
 	}
-	nmrs = le16_to_cpu(m->me_nmrs);
-	first = le16_to_cpu(m->me_first);
+	nmrs = kxfer_wire_export_nmrs(m);
+	first = kxfer_wire_export_first(m);
 	count = le16_to_cpu(m->me_count);
-	if (!nmrs || nmrs > KXFER_WIRE_MAX_MRS || !count ||
+	if (!nmrs || nmrs > KXFER_WIRE_MAX_MRS32 || !count ||
 	    count > KXFER_WIRE_MRS_PER_MSG || first >= nmrs ||
 	    count > nmrs - first) {
 		*why = "bad MR table bounds";
@@ -130,7 +130,7 @@ static int kxfer_wire_check_export(const struct kxfer_msg_export *m,
 		*why = "export message length does not match its MR count";
 		return -EINVAL;
 	}
-	if (m->me_pad[0] || m->me_pad[1] || m->me_pad[2]) {
+	if (m->me_pad) {
 		*why = "non-zero padding";
 		return -EINVAL;
 	}

@@ -98,8 +98,14 @@ struct kxfer_wire_accept {
  * writing loses its session.
  */
 #define KXFER_WIRE_F_DRAIN	(1U << 2)
+/*
+ * Export MR tables of more than KXFER_WIRE_MAX_MRS entries: EXPORT_ADD's
+ * counts take 32 bits (me_nmrs_hi, me_first_hi), up to
+ * KXFER_WIRE_MAX_MRS32.  Sent only to a peer that speaks it.
+ */
+#define KXFER_WIRE_F_MRS32	(1U << 3)
 #define KXFER_WIRE_FEATURES	(KXFER_WIRE_F_NOTIFY_MSG | KXFER_WIRE_F_AUTH | \
-				 KXFER_WIRE_F_DRAIN)
+				 KXFER_WIRE_F_DRAIN | KXFER_WIRE_F_MRS32)
 
 /* rdma_reject() private data: why. */
 struct kxfer_wire_reject {
@@ -161,12 +167,26 @@ struct kxfer_msg_export {
 	__le64	me_len;
 	__le64	me_gen;		/* generation: a newer one replaces */
 	__le32	me_access;	/* KXFER_ACCESS_* */
-	__le16	me_nmrs;	/* MRs of the whole export */
-	__le16	me_first;	/* index of the first MR in this message */
+	__le16	me_nmrs;	/* MRs of the whole export (low 16 bits) */
+	__le16	me_first;	/* index of its first MR here (low 16 bits) */
 	__le16	me_count;	/* MRs in this message */
-	__le16	me_pad[3];
+	__le16	me_nmrs_hi;	/* KXFER_WIRE_F_MRS32: high 16 bits, else 0 */
+	__le16	me_first_hi;	/* KXFER_WIRE_F_MRS32: high 16 bits, else 0 */
+	__le16	me_pad;		/* 0 */
 	struct kxfer_wire_mr me_mrs[];
 };
+
+static inline __u32 kxfer_wire_export_nmrs(const struct kxfer_msg_export *m)
+{
+	return le16_to_cpu(m->me_nmrs) |
+	       (__u32)le16_to_cpu(m->me_nmrs_hi) << 16;
+}
+
+static inline __u32 kxfer_wire_export_first(const struct kxfer_msg_export *m)
+{
+	return le16_to_cpu(m->me_first) |
+	       (__u32)le16_to_cpu(m->me_first_hi) << 16;
+}
 
 #define KXFER_WIRE_MRS_PER_MSG \
 	((KXFER_CTRL_MSG_SIZE - sizeof(struct kxfer_msg_export)) / \
@@ -313,8 +333,14 @@ struct kxfer_msg_keepalive {
 	__le64	mk_stamp;	/* sender's clock, echoed back */
 };
 
-/* Limits a receiver enforces on an export message. */
+/*
+ * Memory regions of one export a sender offers a peer: KXFER_WIRE_MAX_MRS
+ * to one without KXFER_WIRE_F_MRS32, else KXFER_WIRE_MAX_MRS32.  A
+ * receiver takes up to KXFER_WIRE_MAX_MRS32 either way; max_remote_mrs
+ * (its default the same) bounds all of a session's exports together.
+ */
 #define KXFER_WIRE_MAX_MRS	4096
+#define KXFER_WIRE_MAX_MRS32	262144
 
 int kxfer_wire_check_name(const __u8 *name);
 int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,

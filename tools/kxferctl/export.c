@@ -18,6 +18,8 @@ static const char *const export_attr_names[KXFER_A_EXPORT_MAX + 1] = {
 	[KXFER_A_EXPORT_FROM]	= "from",
 	[KXFER_A_EXPORT_PID]	= "pid",
 	[KXFER_A_EXPORT_AUTH]	= "auth",
+	[KXFER_A_EXPORT_MR_PAGE] = "mr-page",
+	[KXFER_A_EXPORT_MRS]	= "mrs",
 };
 
 static const struct kx_attr_set export_set = {
@@ -36,6 +38,8 @@ static const struct nla_policy export_policy[KXFER_A_EXPORT_MAX + 1] = {
 	[KXFER_A_EXPORT_FROM]	= { .type = NLA_NESTED },
 	[KXFER_A_EXPORT_PID]	= { .type = NLA_U32 },
 	[KXFER_A_EXPORT_AUTH]	= { .type = NLA_U32 },
+	[KXFER_A_EXPORT_MR_PAGE] = { .type = NLA_U64 },
+	[KXFER_A_EXPORT_MRS]	= { .type = NLA_U32 },
 };
 
 static void export_help(FILE *fp)
@@ -105,6 +109,10 @@ int export_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 	/* made by a process through /dev/kxfer, not by kxferctl */
 	if (tb[KXFER_A_EXPORT_PID])
 		out_u64("pid", nla_get_u32(tb[KXFER_A_EXPORT_PID]));
+	if (tb[KXFER_A_EXPORT_MR_PAGE])
+		out_bytes("mr_page", nla_get_u64(tb[KXFER_A_EXPORT_MR_PAGE]));
+	if (tb[KXFER_A_EXPORT_MRS])
+		out_u64("mrs", nla_get_u32(tb[KXFER_A_EXPORT_MRS]));
 	out_end_obj();
 	return 0;
 }

@@ -48,6 +48,7 @@ static const char *const peer_attr_names[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS] = "keepalive-timeout-ms",
 	[KXFER_A_PEER_HANDLES]		= "handles",
 	[KXFER_A_PEER_DRAINING]		= "draining",
+	[KXFER_A_PEER_EXPORTS_OMITTED]	= "exports-omitted",
 };
 
 static const struct kx_attr_set peer_set = {
@@ -78,6 +79,7 @@ static const struct nla_policy peer_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS] = { .type = NLA_U32 },
 	[KXFER_A_PEER_HANDLES]		= { .type = NLA_U32 },
 	[KXFER_A_PEER_DRAINING]		= { .type = NLA_U32 },
+	[KXFER_A_PEER_EXPORTS_OMITTED]	= { .type = NLA_FLAG },
 	[KXFER_A_PEER_UP_NS]		= { .type = NLA_U64 },
 	[KXFER_A_PEER_QP]		= { .type = NLA_NESTED },
 	[KXFER_A_PEER_REMOTE_EXPORT]	= { .type = NLA_NESTED },
@@ -113,6 +115,7 @@ static const struct nla_policy rexp_policy[KXFER_A_REXP_MAX + 1] = {
 	[KXFER_A_REXP_ACCESS]		= { .type = NLA_U32 },
 	[KXFER_A_REXP_GEN]		= { .type = NLA_U64 },
 	[KXFER_A_REXP_MRS]		= { .type = NLA_U32 },
+	[KXFER_A_REXP_MR_PAGE]		= { .type = NLA_U64 },
 };
 
 static const char *const peer_states[] = {
@@ -201,6 +204,28 @@ static int rexp_print(struct nlattr *nest)
 		out_u64("gen", nla_get_u64(tb[KXFER_A_REXP_GEN]));
 	if (tb[KXFER_A_REXP_MRS])
 		out_u64("mrs", nla_get_u32(tb[KXFER_A_REXP_MRS]));
+	out_end_obj();
+	return 0;
+}
+
+/* Text: a continuation line "local_export kv gen 3 mrs 2 mr_page 2M". */
+static int lexp_print(struct nlattr *nest)
+{
+	struct nlattr *tb[KXFER_A_REXP_MAX + 1];
+
+	if (nla_parse_nested(tb, KXFER_A_REXP_MAX, nest,
+			     (struct nla_policy *)rexp_policy) < 0 ||
+	    !tb[KXFER_A_REXP_NAME])
+		return -1;
+
+	out_start_obj(NULL);
+	out_name("local_export", nla_get_string(tb[KXFER_A_REXP_NAME]));
+	if (tb[KXFER_A_REXP_GEN])
+		out_u64("gen", nla_get_u64(tb[KXFER_A_REXP_GEN]));
+	if (tb[KXFER_A_REXP_MRS])
+		out_u64("mrs", nla_get_u32(tb[KXFER_A_REXP_MRS]));
+	if (tb[KXFER_A_REXP_MR_PAGE])
+		out_bytes("mr_page", nla_get_u64(tb[KXFER_A_REXP_MR_PAGE]));
 	out_end_obj();
 	return 0;
 }
@@ -382,6 +407,9 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 		out_u64("handles", nla_get_u32(tb[KXFER_A_PEER_HANDLES]));
 	if (tb[KXFER_A_PEER_DRAINING])
 		out_u64("draining", nla_get_u32(tb[KXFER_A_PEER_DRAINING]));
+	/* too many to list in one message: name the peer, or look them up */
+	if (tb[KXFER_A_PEER_EXPORTS_OMITTED])
+		out_str("exports", "omitted");
 	peer_error_print(tb);
 
 	/* last: in text each QP and export is a continuation line */
@@ -389,6 +417,9 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 		ret = -1;
 	if (peer_list_print(nlh, KXFER_A_PEER_REMOTE_EXPORT, "remote_exports",
 			    show, rexp_print))
+		ret = -1;
+	if (peer_list_print(nlh, KXFER_A_PEER_LOCAL_EXPORT, "local_exports",
+			    false, lexp_print))
 		ret = -1;
 	out_end_obj();
 	return ret;

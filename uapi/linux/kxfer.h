@@ -899,6 +899,13 @@ enum {
 	 * whose name was proven (KXFER_PEER_AUTH_OK)
 	 */
 	KXFER_A_EXPORT_AUTH,
+	/*
+	 * u64: the largest memory region page its memory allows, in bytes
+	 * (4 KiB for scattered pages, up to 1 GiB); a device may take less
+	 */
+	KXFER_A_EXPORT_MR_PAGE,
+	/* u32: memory regions of 512 such pages that cover it */
+	KXFER_A_EXPORT_MRS,
 
 	__KXFER_A_EXPORT_MAX,
 	KXFER_A_EXPORT_MAX = __KXFER_A_EXPORT_MAX - 1
@@ -1018,6 +1025,18 @@ enum {
 	 * finishes the jobs it posted to them first (KXFER_WIRE_F_DRAIN)
 	 */
 	KXFER_A_PEER_DRAINING,
+	/*
+	 * nest, attribute-set "rexp"; repeated: an export of this node
+	 * registered on the session, with its memory regions and their page
+	 */
+	KXFER_A_PEER_LOCAL_EXPORT,
+	/*
+	 * flag: the remote and local export lists are left out, as they do
+	 * not fit one message (64 KiB for PEER_GET of one peer, a dump's
+	 * message otherwise); lookups (KXFER_IOC_REMOTE_LOOKUP) still see
+	 * every export
+	 */
+	KXFER_A_PEER_EXPORTS_OMITTED,
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
@@ -1052,6 +1071,8 @@ enum {
 	KXFER_A_REXP_GEN,		/* u64, generation */
 	KXFER_A_REXP_MRS,		/* u32, memory regions covering it */
 	KXFER_A_REXP_PAD,
+	/* u64, bytes of its memory regions' page (local exports only) */
+	KXFER_A_REXP_MR_PAGE,
 
 	__KXFER_A_REXP_MAX,
 	KXFER_A_REXP_MAX = __KXFER_A_REXP_MAX - 1
