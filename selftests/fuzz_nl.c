@@ -185,6 +185,8 @@ static const struct attr a_export[] = {
 	[KXFER_A_EXPORT_FROM] = { T_NEST, S_PREFIX },
 	[KXFER_A_EXPORT_PID] = { T_U32 },
 	[KXFER_A_EXPORT_AUTH] = { T_U32 },
+	[KXFER_A_EXPORT_MR_PAGE] = { T_U64 },
+	[KXFER_A_EXPORT_MRS] = { T_U32 },
 };
 
 static const struct attr a_listen[] = {
@@ -239,6 +241,8 @@ static const struct attr a_peer[] = {
 	[KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS] = { T_U32 },
 	[KXFER_A_PEER_HANDLES] = { T_U32 },
 	[KXFER_A_PEER_DRAINING] = { T_U32 },
+	[KXFER_A_PEER_LOCAL_EXPORT] = { T_NEST, S_REXP },
+	[KXFER_A_PEER_EXPORTS_OMITTED] = { T_FLAG },
 };
 
 static const struct attr a_qp[] = {
@@ -284,6 +288,7 @@ static const struct attr a_rexp[] = {
 	[KXFER_A_REXP_GEN] = { T_U64 },
 	[KXFER_A_REXP_MRS] = { T_U32 },
 	[KXFER_A_REXP_PAD] = { T_PAD },
+	[KXFER_A_REXP_MR_PAGE] = { T_U64 },
 };
 
 static const struct attr a_key[] = {

@@ -111,8 +111,9 @@ enum { MSG_CREDIT = 1, MSG_EXPORT_ADD, MSG_EXPORT_DEL, MSG_SYNC_DONE,
 /* Feature bits of the accept and of HELLO */
 #define F_NOTIFY_MSG	(1u << 0)
 #define F_AUTH		(1u << 1)
-#define F_DRAIN		(1u << 2)	/* a offers it; we never take it up */
-#define F_KNOWN		(F_NOTIFY_MSG | F_AUTH | F_DRAIN)
+#define F_DRAIN		(1u << 2)	/* a offers these two; we never take */
+#define F_MRS32		(1u << 3)	/* them up */
+#define F_KNOWN		(F_NOTIFY_MSG | F_AUTH | F_DRAIN | F_MRS32)
 
 #define AUTH_F_KEY	1u
 #define NONCE_LEN	32
@@ -168,7 +169,9 @@ struct msg_export {
 	uint16_t nmrs;
 	uint16_t first;
 	uint16_t count;
-	uint16_t pad[3];
+	uint16_t nmrs_hi;	/* KXFER_WIRE_F_MRS32 */
+	uint16_t first_hi;
+	uint16_t pad;
 	struct wire_mr mrs[];
 } __packed;
 
@@ -831,14 +834,15 @@ static void rx_export(struct sess *s, const struct msg_export *m, unsigned int l
 	if (s->auth_open)
 		violation(s, "export %.31s advertised before authentication",
 			  m->name);
-	nmrs = le16toh(m->nmrs);
-	first = le16toh(m->first);
+	/* the high halves are 0 unless both sides speak F_MRS32 */
+	nmrs = le16toh(m->nmrs) | (unsigned int)le16toh(m->nmrs_hi) << 16;
+	first = le16toh(m->first) | (unsigned int)le16toh(m->first_hi) << 16;
 	count = le16toh(m->count);
 	if (!name_ok(m->name) || !m->len || !m->access ||
 	    (le32toh(m->access) & ~KXFER_ACCESS_ALL) || !nmrs || !count ||
 	    first >= nmrs || count > nmrs - first || count > MRS_PER_MSG ||
 	    len != sizeof(*m) + count * sizeof(m->mrs[0]) ||
-	    m->pad[0] || m->pad[1] || m->pad[2]) {
+	    m->pad) {
 		violation(s, "malformed export message");
 		return;
 	}
@@ -1587,8 +1591,19 @@ CB(c_exp_len0) { cb_export(s, m, "e0", 1, 0, 1)->len = 0; }
 CB(c_exp_access0) { cb_export(s, m, "ea", 1, 0, 1)->access = 0; }
 CB(c_exp_access8) { cb_export(s, m, "ea", 1, 0, 1)->access = htole32(8); }
 CB(c_exp_nmrs0) { cb_export(s, m, "en", 1, 0, 1)->nmrs = 0; }
-CB(c_exp_nmrs_big) { cb_export(s, m, "en", 1, 0, 1)->nmrs = htole16(4097); }
-CB(c_exp_nmrs_max) { cb_export(s, m, "en", 1, 0, 1)->nmrs = htole16(0xffff); }
+/* 262145 regions (4 << 16 | 1), one more than any export may have */
+CB(c_exp_nmrs_big) { cb_export(s, m, "en", 1, 0, 1)->nmrs_hi = htole16(4); }
+
+CB(c_exp_nmrs_max)
+{
+	struct msg_export *e = cb_export(s, m, "en", 1, 0, 1);
+
+	e->nmrs = htole16(0xffff);
+	e->nmrs_hi = htole16(0xffff);
+}
+
+/* the first region 65536 of an export of 1 */
+CB(c_exp_first_hi) { cb_export(s, m, "ef", 1, 0, 1)->first_hi = htole16(1); }
 CB(c_exp_count0) { cb_export(s, m, "ec", 1, 0, 1)->count = 0; }
 CB(c_exp_first) { cb_export(s, m, "ef", 2, 0, 1)->first = htole16(2); }
 CB(c_exp_count_past) { cb_export(s, m, "ec", 2, 1, 2)->nmrs = htole16(2); }
@@ -1610,7 +1625,7 @@ CB(c_exp_count_msg)
 }
 
 CB(c_exp_len_mismatch) { cb_export(s, m, "el", 2, 0, 2)->count = htole16(1); }
-CB(c_exp_pad) { cb_export(s, m, "ep", 1, 0, 1)->pad[1] = htole16(1); }
+CB(c_exp_pad) { cb_export(s, m, "ep", 1, 0, 1)->pad = htole16(1); }
 
 CB(c_exp_mr_outside)
 {
@@ -1718,8 +1733,9 @@ static const struct ctrl_case ctrl_cases[] = {
 	{ "exp-access0", c_exp_access0, "bad export access", -EINVAL, false },
 	{ "exp-access8", c_exp_access8, "bad export access", -EINVAL, false },
 	{ "exp-nmrs0", c_exp_nmrs0, "bad MR table bounds", -EINVAL, false },
-	{ "exp-nmrs4097", c_exp_nmrs_big, "bad MR table bounds", -EINVAL, false },
-	{ "exp-nmrs65535", c_exp_nmrs_max, "bad MR table bounds", -EINVAL, false },
+	{ "exp-nmrs262145", c_exp_nmrs_big, "bad MR table bounds", -EINVAL, false },
+	{ "exp-nmrs-max", c_exp_nmrs_max, "bad MR table bounds", -EINVAL, false },
+	{ "exp-first-hi", c_exp_first_hi, "bad MR table bounds", -EINVAL, false },
 	{ "exp-count0", c_exp_count0, "bad MR table bounds", -EINVAL, false },
 	{ "exp-first", c_exp_first, "bad MR table bounds", -EINVAL, false },
 	{ "exp-count-past", c_exp_count_past, "bad MR table bounds", -EINVAL, false },

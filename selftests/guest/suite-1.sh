@@ -46,8 +46,8 @@ t_module_bad_param() {
 	defer kxfer_load
 	for p in ack_timeout=7 ack_timeout=25 keepalive_ms=0 \
 		keepalive_timeout_ms=0 keepalive_timeout_ms=86400001 \
-		qp_inflight_mb=0 qp_inflight_mb=1025 wire_features=8 \
-		mr_max_pages=0 mr_max_pages=513; do
+		qp_inflight_mb=0 qp_inflight_mb=1025 wire_features=16 \
+		mr_max_pages=0 mr_max_pages=513 mr_max_page=4097; do
 		out=$(insmod "$KXFER_MODULE" "$p" 2>&1) && {
 			echo "insmod $p succeeded"
 			exit 1
@@ -118,8 +118,10 @@ t_runtime_params() {
 		param_refused $p "$name" "$einval" 0 $((max + 1)) -1 x
 		param_takes $p "$name" 1 "$max"
 	done
-	param_refused $p wire_features "$einval" 8 0x80000000 -1 x
-	param_takes $p wire_features 0 1 2 0x3 4 7
+	param_refused $p wire_features "$einval" 16 0x80000000 -1 x
+	param_takes $p wire_features 0 1 2 0x3 4 7 8 15
+	param_refused $p mr_max_page "$einval" 0 2048 4097 12288 2147483648 -1 x
+	param_takes $p mr_max_page 4096 8192 2097152 1073741824
 }
 
 t_rmmod_refused_while_open() {
@@ -469,11 +471,12 @@ t_upool_cleanup() {
 	rmmod kxfer_testbuf
 }
 
-# upool_test's bigpool fixture: a 10 GiB dma-buf pool of 6 MiB of memory,
-# offsets beyond 32 bits and the longest export (8 GiB, 4096 MRs).  Its
-# budget is above the default pool_mem_max (half the guest's memory):
-# kxfer is loaded again with 16 GiB for it, then as before, whatever
-# happens.
+# upool_test's bigpool fixture: a 256 GiB dma-buf pool of 6 MiB of memory,
+# exported whole in memory regions of 2 MiB pages (256 of them), offsets
+# far beyond 32 bits, and one of 513 GiB, longer than one export of 4 KiB
+# pages can map.  Its budget is above the default pool_mem_max (half
+# the guest's memory): kxfer is loaded again with 600 GiB for it, then as
+# before, whatever happens.
 _upool_big_restore() {
 	kxferctl peer del uself 2>/dev/null || true
 	busywait 15000 _upool_no_peers
@@ -487,14 +490,17 @@ _upool_big_restore() {
 }
 
 t_upool_big() {
-	local max=$((16 << 30))
+	local max=$((600 << 30)) gib=256 mrp=512
 
+	# rxe since 6.4: 16 bytes per 4 KiB of every MR, each MR's in one
+	# allocation (upool_test.c, bigpool)
+	[[ $(uname -r) == 6.1.* ]] || { gib=8; mrp=32; }
 	rmmod kxfer
 	defer _upool_big_restore
-	kxfer_load pool_mem_max=$max
+	kxfer_load pool_mem_max=$max mr_max_pages=$mrp
 	[ "$(cat /sys/module/kxfer/parameters/pool_mem_max)" = "$max" ]
 	t_upool_setup
-	"$KXFER_TOP/selftests/upool_test" -f bigpool
+	KXFER_BIG_GIB=$gib "$KXFER_TOP/selftests/upool_test" -f bigpool
 }
 
 t_resources_clean() {

@@ -83,8 +83,11 @@ t_session_1qp() {
 	echo "$j" | jq -e '.[0].remote_exports | map(.name) | sort == ["kvblocks", "kvr", "kvro", "kvw"]' >/dev/null
 	echo "$j" | jq -e '.[0].remote_exports[] | select(.name == "kvw") |
 		.len == 1048576 and .access == ["write"] and .mrs >= 1' >/dev/null
+	# 6 MiB: 3 MRs of 512 pages of 4 KiB, 1 when a's pool is in 2 MiB
+	# folios (its pages' layout decides: design.rst §3)
 	echo "$j" | jq -e '.[0].remote_exports[] | select(.name == "kvr") |
-		.len == 6291456 and .access == ["read", "write"] and .mrs >= 3' >/dev/null
+		.len == 6291456 and .access == ["read", "write"] and
+		.mrs >= 1 and .mrs <= 3' >/dev/null
 	[ "$(kxfer_qps)" -ge 1 ]
 	barrier s1-up
 	barrier s1-checked
@@ -393,56 +396,79 @@ t_export_add_del_live() {
 	barrier live-gone
 }
 
-# withheld_b N: at least two of b's sessions are up, each withholding N
-# exports
+# withheld_b LIST: the exports_withheld of b's sessions that are up on a,
+# sorted, as a JSON array (b's sessions share the name "b" here)
 withheld_b() {
-	kxferctl -j peer show | jq -e --argjson n "$1" \
+	kxferctl -j peer show | jq -e --argjson w "$1" \
 		'[.[] | select(.name == "b" and .state == "up") | .exports_withheld] |
-		 length >= 2 and all(. == $n)' >/dev/null
+		 sort == $w' >/dev/null
 }
 
-# A device whose MRs map fewer pages (mr_max_pages=1 on a stands in for
-# one: rxe's take 512) needs more MRs for an export than a peer takes
-# (4096) once the export passes 16 MiB.  That export is not offered (the
-# log says why, peer show counts it on each session) and the sessions stay
-# up; the other exports go, in MRs of one page, which a job crosses as it
-# would any MR boundary.
+# Pages of 4 KiB, one per MR (mr_max_page=4096 and mr_max_pages=1 on a
+# stand in for a device that maps no more: rxe's map 512 pages of up to
+# 1 GiB): a 17 MiB export needs 4352 MRs.  A peer that speaks 32-bit MR
+# tables (KXFER_WIRE_F_MRS32: pa, pa4) is given it in all its MRs, and a
+# job crosses hundreds of them; one that takes at most 4096 (an older
+# kxfer: psm, made with wire_features 7) is not offered it: the log says
+# why, peer show counts it on that session only, and every session stays
+# up with the other exports.
 t_export_small_mrs() {
 	local p=/sys/module/kxfer/parameters
 
 	if on_a; then
 		kxferctl pool add sm size 20M mode 0666
 		defer kxferctl pool del sm
+		echo 4096 >$p/mr_max_page
+		defer sh -c "echo 1073741824 >$p/mr_max_page"
 		echo 1 >$p/mr_max_pages
 		defer sh -c "echo 512 >$p/mr_max_pages"
+		barrier sm-psm
+		xfer fill sm 0 20M seed:311
 		kxferctl export add smbig pool sm offset 1M len 17M access read
 		defer sh -c 'kxferctl export del smbig 2>/dev/null || :'
-		xfer fill sm 0 64K seed:311
 		kxferctl export add smsmall pool sm len 64K access read
 		defer kxferctl export del smsmall
+		# mr_max_page holds at export add: 17 MiB of 512 pages of 4 KiB
+		# (a session's device may take fewer: peer show)
+		kxferctl -j export show smbig |
+			jq -e '.[0] | .mr_page == 4096 and .mrs == 9' >/dev/null
 		barrier sm-added
 		barrier sm-done 120
-		# at least once per session (pa and pa4), at each export added
-		msg='kxfer: peer b: export smbig needs 4352 memory regions of 4 KiB'
+		msg='kxfer: peer b: export smbig needs 4352 memory regions of 1 pages of 4 KiB'
 		msg="$msg on rxe0, more than the 4096 a peer takes: not offered"
-		[ "$(dmesg | grep -c "$msg")" -ge 2 ] ||
-			{ echo "not logged twice: $msg"; dmesg | grep 'kxfer:' | tail -20; exit 1; }
-		# b's sessions (pa, pa4 and any other up) withhold smbig alone,
-		# and none once it is gone
-		busywait 20000 withheld_b 1 || { kxferctl -j peer show; exit 1; }
+		dmesg | grep -q "$msg" ||
+			{ echo "not logged: $msg"; dmesg | grep 'kxfer:' | tail -20; exit 1; }
+		# psm alone withholds smbig, and nothing once it is gone
+		busywait 20000 withheld_b "$(kxferctl -j peer show |
+			jq -c '[.[] | select(.name == "b" and .state == "up")] |
+				[range(length - 1) | 0] + [1]')" ||
+			{ kxferctl -j peer show; exit 1; }
 		kxferctl export del smbig
-		busywait 20000 withheld_b 0
+		busywait 20000 withheld_b "$(kxferctl -j peer show |
+			jq -c '[.[] | select(.name == "b" and .state == "up")] |
+				[range(length) | 0]')"
+		barrier sm-gone
 		return 0
 	fi
+	echo 7 >$p/wire_features
+	kxferctl peer add psm "$A" qps 1
+	echo 15 >$p/wire_features
+	defer kxferctl peer del psm
+	busywait 20000 peer_state psm up
+	barrier sm-psm
 	barrier sm-added
 	busywait 20000 has_rexport pa smsmall
 	busywait 20000 has_rexport pa4 smsmall
-	# smbig was added first: had it been offered, it would be here
-	check_fail has_rexport pa smbig
-	check_fail has_rexport pa4 smbig
+	busywait 20000 has_rexport psm smsmall
+	busywait 20000 has_rexport pa smbig
+	busywait 20000 has_rexport pa4 smbig
+	# smbig was added first: had it been offered to psm, it would be here
+	check_fail has_rexport psm smbig
 	peer_json pa |
 		jq -e '.[0].remote_exports[] | select(.name == "smsmall") | .mrs == 16' >/dev/null
-	# a withholds nothing from us
+	peer_json pa |
+		jq -e '.[0].remote_exports[] | select(.name == "smbig") | .mrs == 4352' >/dev/null
+	# a withholds nothing from pa
 	peer_json pa | jq -e '.[0].exports_withheld == 0' >/dev/null
 	xfer fill local 0 64K byte:0x00
 	xfer job pa smsmall local read 0:0:64K
@@ -450,9 +476,16 @@ t_export_small_mrs() {
 	xfer fill local 0 64K byte:0x00
 	xfer job pa4 smsmall local read 4K:4K:60K
 	xfer check local 4K 60K seed:311
+	# across 2560 of smbig's MRs of one page: its offset 3M is sm's 4M,
+	# read to local's 4M, where the pattern's bytes are the same
+	xfer fill local 4M 10M byte:0x00
+	xfer job pa4 smbig local read 4M:3M:10M
+	xfer check local 4M 10M seed:311
 	peer_state pa up
 	peer_state pa4 up
+	peer_state psm up
 	barrier sm-done
+	barrier sm-gone
 }
 
 # --- refusals --------------------------------------------------------------------

@@ -165,7 +165,7 @@ t_tenant_old_peer() {
 	fi
 	echo 3 >$p/wire_features
 	kxferctl peer add ptold "$A" qps 2
-	echo 7 >$p/wire_features
+	echo 15 >$p/wire_features
 	defer kxferctl peer del ptold
 	busywait 20000 peer_state ptold up
 	barrier tn-old-ready

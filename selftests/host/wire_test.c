@@ -494,8 +494,22 @@ TEST_F(wire, export_defects)
 	m->me_nmrs = cpu_to_le16(2);		/* count past nmrs */
 	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
 
+	/* MR counts of 32 bits (KXFER_WIRE_F_MRS32), up to the bound */
 	len = make_export(self->buf, 3, 1);
-	m->me_nmrs = cpu_to_le16(KXFER_WIRE_MAX_MRS + 1);
+	m->me_nmrs = cpu_to_le16((KXFER_WIRE_MAX_MRS32 + 1) & 0xffff);
+	m->me_nmrs_hi = cpu_to_le16((KXFER_WIRE_MAX_MRS32 + 1) >> 16);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
+	EXPECT_STREQ("bad MR table bounds", self->why);
+	m->me_nmrs = cpu_to_le16(KXFER_WIRE_MAX_MRS32 & 0xffff);
+	m->me_nmrs_hi = cpu_to_le16(KXFER_WIRE_MAX_MRS32 >> 16);
+	EXPECT_EQ(0, kxfer_wire_check(m, len, 1, &self->why));
+	EXPECT_EQ(KXFER_WIRE_MAX_MRS32, kxfer_wire_export_nmrs(m));
+	/* a continuation past 65535, and one past the table */
+	m->me_first = cpu_to_le16(3);
+	m->me_first_hi = cpu_to_le16(1);
+	EXPECT_EQ(0, kxfer_wire_check(m, len, 1, &self->why));
+	EXPECT_EQ(65539, kxfer_wire_export_first(m));
+	m->me_first_hi = cpu_to_le16(KXFER_WIRE_MAX_MRS32 >> 16);
 	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
 
 	len = make_export(self->buf, 3, 1);
@@ -511,7 +525,7 @@ TEST_F(wire, export_defects)
 	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
 
 	len = make_export(self->buf, 3, 1);
-	m->me_pad[1] = 1;
+	m->me_pad = cpu_to_le16(1);
 	EXPECT_EQ(-EINVAL, kxfer_wire_check(m, len, 1, &self->why));
 
 	len = make_export(self->buf, 3, 1);

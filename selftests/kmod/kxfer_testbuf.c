@@ -27,7 +27,7 @@
 MODULE_IMPORT_NS(DMA_BUF);
 
 #define KXFER_TESTBUF_MAX	(64UL << 20)
-#define KXFER_TESTBUF_ALIAS_MAX	(64ULL << 30)
+#define KXFER_TESTBUF_ALIAS_MAX	(1023ULL << 30)
 #define KXFER_TESTBUF_ALIAS_ORDER \
 	(ilog2(KXFER_TESTBUF_ALIAS_PIECE) - PAGE_SHIFT)
 /* the pages of an ALIAS buffer's memory, at the most */

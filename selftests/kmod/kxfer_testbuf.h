@@ -39,7 +39,7 @@
  * struct kxfer_testbuf_create - KXFER_TESTBUF_CREATE's argument
  * @size: bytes, a multiple of the page size, at most 64 MiB; with
  *	KXFER_TESTBUF_ALIAS a multiple of KXFER_TESTBUF_ALIAS_PIECE, at most
- *	64 GiB
+ *	1023 GiB
  * @flags: KXFER_TESTBUF_*
  * @fd: out: the dma-buf (O_RDWR | O_CLOEXEC); mmap() shows its pages
  */
