@@ -132,9 +132,9 @@ run_client() {
 	barrier "race-$client-$rep" 600 || return 1
 	if [ "$PROFILE" = 1 ]; then
 		{ time perf record -q -e cpu-clock -F 997 -a -o "$base.perf" -- \
-			"${CMD[@]}" "${args[@]}" 2>"$base.log"; } 2>"$base.time" || rc=$?
+			"${CMD[@]}" "${args[@]}" >"$base.log" 2>&1; } 2>"$base.time" || rc=$?
 	else
-		{ time "${CMD[@]}" "${args[@]}" 2>"$base.log"; } 2>"$base.time" || rc=$?
+		{ time "${CMD[@]}" "${args[@]}" >"$base.log" 2>&1; } 2>"$base.time" || rc=$?
 	fi
 	if ((rc)); then
 		echo "race: $client, repetition $rep, failed ($rc):" >&2
