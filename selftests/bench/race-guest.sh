@@ -20,9 +20,14 @@
 # cases, each case on both backends (which goes first alternates with
 # the repetition); the clients meet in /shared/race/CLIENT.REP.  Raw
 # output in $KXFER_OUT/raw/: race.jsonl (one line per phase this guest
-# timed), REP/race.CLIENT.{log,time}; and, with BENCH_PROFILE=1, each
-# client run under `perf record -a -e cpu-clock` (REP/race.CLIENT.perf,
-# REP/race.CLIENT.prof.txt: symbols and commands, this guest's).
+# timed), REP/race.CLIENT.{log,time} (the log has UCX's choice of
+# protocols, UCX_PROTO_INFO).  With BENCH_PROFILE=1 each client runs
+# once per backend instead, each run under `perf record -a -e cpu-clock`
+# (REP/race.CLIENT.BACKEND.perf; REP/race.CLIENT.BACKEND.prof.txt: this
+# guest's samples by symbol, by command and by area: rxe, the network
+# stack and virtio, kxfer, the rest of the kernel, UCX, NIXL and the
+# plugin, Python, the client, idle), so that each backend's profile is
+# its own: meant for one case at a time (--rows race_CASE).
 # tools/bench/race-report makes the table of both guests' lines.
 #
 # Settings (build/bench/config, written by tools/bench/run):
@@ -118,34 +123,83 @@ client_cmd() {
 	esac
 }
 
-# run_client CLIENT REP: one client's schedule in repetition REP
-run_client() {
-	local client=$1 rep=$2 dir=$KXFER_SHARED/race/$1.$2 base=$RAW/$2/race.$1 rc=0
-	local TIMEFORMAT='%R %U %S' args
+# run_once CLIENT REP NAME ARGS...: the client with ARGS, in folder
+# /shared/race/NAME.REP, its output to REP/race.NAME.{log,time} (and
+# .perf when profiling)
+run_once() {
+	local client=$1 rep=$2 name=$3 rc=0 TIMEFORMAT='%R %U %S'
+	local dir=$KXFER_SHARED/race/$3.$2 base=$RAW/$2/race.$3
 
+	shift 3
 	client_cmd "$client"
-	args=(--role "$ROLE" --dir "$dir" --out "$RAW/race.jsonl" --reps 1
-		--rep-base "$rep" --secs "$SECS" --poll "$POLL" --tag "$client"
-		--timeout "$PHASE_TIMEOUT")
-	[ -z "$CASES" ] || args+=(--cases "${CASES// /,}")
 	mkdir -p "$dir" "$RAW/$rep"
-	barrier "race-$client-$rep" 600 || return 1
+	barrier "race-$name-$rep" 600 || return 1
 	if [ "$PROFILE" = 1 ]; then
 		{ time perf record -q -e cpu-clock -F 997 -a -o "$base.perf" -- \
-			"${CMD[@]}" "${args[@]}" >"$base.log" 2>&1; } 2>"$base.time" || rc=$?
+			"${CMD[@]}" --dir "$dir" "$@" >"$base.log" 2>&1; } 2>"$base.time" || rc=$?
 	else
-		{ time "${CMD[@]}" "${args[@]}" >"$base.log" 2>&1; } 2>"$base.time" || rc=$?
+		{ time "${CMD[@]}" --dir "$dir" "$@" >"$base.log" 2>&1; } 2>"$base.time" || rc=$?
 	fi
 	if ((rc)); then
-		echo "race: $client, repetition $rep, failed ($rc):" >&2
+		echo "race: $name, repetition $rep, failed ($rc):" >&2
 		tail -n 5 "$base.log" >&2
 	fi
-	barrier "race-$client-$rep-done" $((PHASE_TIMEOUT * 4)) || true
+	barrier "race-$name-$rep-done" $((PHASE_TIMEOUT * 4)) || true
 	return "$rc"
 }
 
-# profile_reports: REP/NAME.prof.txt for every REP/NAME.perf (as
-# bench-guest.sh's)
+# run_client CLIENT REP: one client's schedule in repetition REP (when
+# profiling, once per backend)
+run_client() {
+	local client=$1 rep=$2 args b rc=0
+
+	args=(--role "$ROLE" --out "$RAW/race.jsonl" --reps 1 --rep-base "$rep"
+		--secs "$SECS" --poll "$POLL" --tag "$client" --timeout "$PHASE_TIMEOUT")
+	[ -z "$CASES" ] || args+=(--cases "${CASES// /,}")
+	if [ "$PROFILE" != 1 ]; then
+		run_once "$client" "$rep" "$client" "${args[@]}"
+		return
+	fi
+	for b in KXFER UCX; do
+		run_once "$client" "$rep" "$client.$b" "${args[@]}" --backends "$b" || rc=1
+	done
+	return "$rc"
+}
+
+# areas: perf report's "PCT DSO SYM" lines (--sort dso,sym) summed by
+# where the time went
+areas() {
+	awk '$1 ~ /%$/ {
+		pct = $1; sub(/%/, "", pct); dso = $2; sym = $NF
+		if (sym ~ /^(native_safe_halt|default_idle|default_idle_call|cpuidle_idle_call|do_idle|acpi_idle)/)
+			a = "idle"
+		else if (dso ~ /rdma_rxe/ || sym ~ /^(crc32|rxe_)/)
+			a = "rxe (its ICRC too)"
+		else if (dso ~ /virtio|\[net\]/ || sym ~ /^(vp_|virtnet|virtqueue|vring|__?dev_|net_|__?netif|__?napi|__?skb|kfree_skb|consume_skb|__?ip_|ip6|__?udp|inet|sch_|__?qdisc|eth_|nf_|neigh|fib|__?sock_|__?alloc_skb|__build_skb|validate_xmit|rt_|dst_)/)
+			a = "network stack, virtio"
+		else if (dso ~ /\[kxfer\]/)
+			a = "kxfer module"
+		else if (dso ~ /\[(ib_core|ib_uverbs|rdma_cm|ib_cm|iw_cm)\]/)
+			a = "ib_core, uverbs, cm"
+		else if (dso ~ /^\[/)
+			a = "rest of the kernel"
+		else if (dso ~ /^lib(uc[pst]|uct_ib)/)
+			a = "UCX"
+		else if (dso ~ /^lib(nixl|plugin_|ibverbs|rxe)/)
+			a = "NIXL, plugins, verbs"
+		else if (dso ~ /python/)
+			a = "Python"
+		else if (dso ~ /^nixl-race/)
+			a = "the client"
+		else
+			a = "libc, libstdc++, other"
+		sum[a] += pct
+	}
+	END { for (a in sum) printf "%8.2f%%  %s\n", sum[a], a }' | sort -rn
+}
+
+# profile_reports: REP/NAME.prof.txt for every REP/NAME.perf: samples
+# by symbol, by area and by command
 profile_reports() {
 	local data
 
@@ -155,6 +209,9 @@ profile_reports() {
 			echo "# $(basename "${data%.perf}") ($ROLE): samples by symbol"
 			perf report -i "$data" --stdio --no-children --sort sym \
 				--percent-limit 0.5 2>/dev/null | grep -v -e '^#' -e '^$' | head -n 40
+			echo "# by area (every sample)"
+			perf report -i "$data" --stdio --no-children --sort dso,sym \
+				2>/dev/null | grep -v -e '^#' -e '^$' | areas
 			echo "# by command"
 			perf report -i "$data" --stdio --no-children --sort comm \
 				--percent-limit 0.5 2>/dev/null | grep -v -e '^#' -e '^$' | head -n 20

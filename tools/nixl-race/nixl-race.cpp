@@ -744,6 +744,8 @@ struct Result {
     CpuMark t0, t1;
     std::vector<std::string> stats;
     bool ok = true;
+    uint64_t total = 0; /* requests of the phase, warm-up and drain too */
+    double phaseSecs = 0; /* from the first request to the last */
 };
 
 Result
@@ -762,6 +764,7 @@ timer(Agent &a, const Case &c, unsigned phase, const std::vector<std::vector<Seg
         clearAreas(c, segs);
     }
     await(a, "ready " + p);
+    const auto phaseStart = Clock::now();
     auto issue = [&](unsigned area) {
         inflight[next] = {Clock::now(), area};
         send(a, "go " + p + " " + std::to_string(next) + " " + std::to_string(area));
@@ -814,6 +817,8 @@ timer(Agent &a, const Case &c, unsigned phase, const std::vector<std::vector<Seg
         }
         idle(worked);
     }
+    res.total = next;
+    res.phaseSecs = secsSince(phaseStart);
     send(a, "end " + p);
     std::istringstream in(await(a, "stats " + p));
     std::string word;
@@ -858,7 +863,8 @@ writeResult(FILE *f, const Agent &a, const Case &c, unsigned rep, unsigned phase
             "\"lat_mean_us\":%.1f,\"lat_min_us\":%.1f,\"lat_max_us\":%.1f,"
             "\"t_busy_secs\":%.4f,\"t_idle_secs\":%.4f,\"t_proc_secs\":%.4f,"
             "\"t_ncpus\":%ld,\"w_busy_secs\":%s,\"w_idle_secs\":%s,\"w_ncpus\":%s,"
-            "\"w_proc_secs\":%s,\"checked\":%s}\n",
+            "\"w_proc_secs\":%s,\"reqs_total\":%" PRIu64 ",\"phase_secs\":%.3f,"
+            "\"checked\":%s}\n",
             opt.tag.c_str(), a.backend.c_str(), c.name.c_str(), c.vllm ? "vllm" : "push",
             c.page, c.together ? "true" : "false", c.inflight, rep, phase, order,
             side.prefill ? "prefill" : "decode", bytes, descs, c.vllm ? 1u : kLayers,
@@ -867,7 +873,7 @@ writeResult(FILE *f, const Agent &a, const Case &c, unsigned rep, unsigned phase
             lat.empty() ? 0 : lat[lat.size() / 2], mean, lat.empty() ? 0 : lat.front(),
             lat.empty() ? 0 : lat.back(), r.t1.busy - r.t0.busy, r.t1.idle - r.t0.idle,
             r.t1.proc - r.t0.proc, sysconf(_SC_NPROCESSORS_ONLN), r.stats[0].c_str(),
-            r.stats[1].c_str(), r.stats[2].c_str(), r.stats[3].c_str(),
+            r.stats[1].c_str(), r.stats[2].c_str(), r.stats[3].c_str(), r.total, r.phaseSecs,
             r.ok ? "true" : "false");
     fflush(f);
 }

@@ -396,6 +396,7 @@ def timer(side, a, name, case, phase, segs):
     if not side.prefill:
         side.clear(inflight_n, segs)
     a.wait_for("ready " + p)
+    phase_start = time.monotonic()
 
     def issue(area):
         nonlocal nxt
@@ -435,16 +436,17 @@ def timer(side, a, name, case, phase, segs):
         elif time.monotonic() - last > args.timeout:
             die("%s: phase %s (%s) stalled" % (a.backend, p, name))
         idle(worked)
+    total, phase_secs = nxt, time.monotonic() - phase_start
     a.send("end " + p)
     stats = a.wait_for("stats " + p).split()[2:]
     if len(stats) != 5:
         die("bad stats from the other side")
     ok = stats[4] == "ok" and (side.prefill or side.check(name, inflight_n, segs))
-    return lat, reqs, secs, t0, t1, stats, ok
+    return lat, reqs, secs, t0, t1, stats, ok, total, phase_secs
 
 
 def write_result(f, a, name, case, rep, phase, order, segs, res, prefill):
-    lat, reqs, secs, t0, t1, st, ok = res
+    lat, reqs, secs, t0, t1, st, ok, total, phase_secs = res
     vllm, page, together, inflight = case
     nbytes = int(sum(int(layer[:, 2].sum()) for layer in segs))
     descs = sum(len(layer) for layer in segs)
@@ -464,7 +466,8 @@ def write_result(f, a, name, case, rep, phase, order, segs, res, prefill):
            "t_busy_secs": round(t1[0] - t0[0], 4), "t_idle_secs": round(t1[1] - t0[1], 4),
            "t_proc_secs": round(t1[2] - t0[2], 4), "t_ncpus": os.cpu_count(),
            "w_busy_secs": float(st[0]), "w_idle_secs": float(st[1]), "w_ncpus": int(st[2]),
-           "w_proc_secs": float(st[3]), "checked": ok}
+           "w_proc_secs": float(st[3]), "reqs_total": total,
+           "phase_secs": round(phase_secs, 3), "checked": ok}
     f.write(json.dumps(row) + "\n")
     f.flush()
 
