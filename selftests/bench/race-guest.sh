@@ -33,7 +33,9 @@
 # Settings (build/bench/config, written by tools/bench/run):
 # BENCH_REPS, BENCH_SECS, BENCH_RACE_CASES (the clients' case names,
 # default all), BENCH_RACE_CLIENTS (cpp, py or both: the default),
-# BENCH_RACE_POLL (busy, the default, or sleep:US), BENCH_PROFILE.
+# BENCH_RACE_POLL (busy, the default, or sleep:US), BENCH_RACE_CQ (irq,
+# the default, or poll: kxfer's session with polled send CQs on both
+# sides, listen and peer add ... cq poll), BENCH_PROFILE.
 
 # shellcheck source=../rig/lib.sh
 source "$KXFER_TOP/selftests/rig/lib.sh"
@@ -52,6 +54,7 @@ SECS=${BENCH_SECS:-3}
 CASES=${BENCH_RACE_CASES:-}
 CLIENTS=${BENCH_RACE_CLIENTS:-cpp py}
 POLL=${BENCH_RACE_POLL:-busy}
+CQ=${BENCH_RACE_CQ:-irq}
 PROFILE=${BENCH_PROFILE:-0}
 RAW=$KXFER_OUT/raw
 OUT=$KXFER_TOP/build/nixl-ucx
@@ -89,15 +92,18 @@ race_env() {
 # The session: a listens, b connects, both wait for it to be up.
 setup() {
 	mountpoint -q /dev/shm || mount -t tmpfs -o size=256m tmpfs /dev/shm
+	local cq=()
+
+	[ "$CQ" != poll ] || cq=(cq poll)
 	kxfer_load node_name="$ROLE"
 	if on_a; then
-		kxferctl listen "$PREFILL" allow 10.99.0.0/24
+		kxferctl listen "$PREFILL" allow 10.99.0.0/24 "${cq[@]}"
 		barrier race-listening
 		barrier race-up 120
 		busywait 20000 peer_state decode up
 	else
 		barrier race-listening
-		kxferctl peer add prefill "$PREFILL" qps 1
+		kxferctl peer add prefill "$PREFILL" qps 1 "${cq[@]}"
 		busywait 20000 peer_state prefill up
 		barrier race-up 120
 	fi
@@ -224,7 +230,8 @@ if ! race_env; then
 	exit 1
 fi
 setup
-echo "race: kernel $(uname -r), $ROLE, $REPS repetitions of $SECS s, clients $CLIENTS, poll $POLL"
+echo "race: kernel $(uname -r), $ROLE, $REPS repetitions of $SECS s, clients $CLIENTS," \
+	"poll $POLL, kxfer's CQs $CQ"
 status=0
 read -r -a clients <<<"$CLIENTS"
 for rep in $(seq 1 "$REPS"); do
