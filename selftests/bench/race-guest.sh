@@ -15,15 +15,16 @@
 # soft-RoCE device: UCX_TLS=rc_verbs,ud_verbs,self,sm,
 # UCX_NET_DEVICES=rxe0:1 (RDMA data on rc_verbs; ud_verbs for UCX's
 # wire-up; sm wants /dev/shm, mounted here); UCX picks rxe0's RoCE v2
-# GID of the guest's IPv4 address by itself.  Each repetition runs both
-# clients (which goes first alternates), each its whole schedule of
-# cases, each case on both backends (which goes first alternates with
-# the repetition); the clients meet in /shared/race/CLIENT.REP.  Raw
-# output in $KXFER_OUT/raw/: race.jsonl (one line per phase this guest
-# timed), REP/race.CLIENT.{log,time} (the log has UCX's choice of
-# protocols, UCX_PROTO_INFO).  With BENCH_PROFILE=1 each client runs
-# once per backend instead, each run under `perf record -a -e cpu-clock`
-# (REP/race.CLIENT.BACKEND.perf; REP/race.CLIENT.BACKEND.prof.txt: this
+# GID of the guest's IPv4 address by itself.  Each client runs once
+# (C++, then Python; they meet in /shared/race/CLIENT.1), case by case,
+# each case's repetitions one after the other, each repetition both
+# backends in turn (which goes first alternates), so that what is
+# compared runs close together in time.  Raw output in $KXFER_OUT/raw/:
+# race.jsonl (one line per phase this guest timed), 1/race.CLIENT.{log,
+# time} (the log has UCX's choice of protocols, UCX_PROTO_INFO).  With
+# BENCH_PROFILE=1 each client runs once per backend instead, each run
+# under `perf record -a -e cpu-clock` (1/race.CLIENT.BACKEND.perf;
+# 1/race.CLIENT.BACKEND.prof.txt: this
 # guest's samples by symbol, by command and by area: rxe, the network
 # stack and virtio, kxfer, the rest of the kernel, UCX, NIXL and the
 # plugin, Python, the client, idle), so that each backend's profile is
@@ -147,19 +148,19 @@ run_once() {
 		{ time "${CMD[@]}" --dir "$dir" "$@" >"$base.log" 2>&1; } 2>"$base.time" || rc=$?
 	fi
 	if ((rc)); then
-		echo "race: $name, repetition $rep, failed ($rc):" >&2
+		echo "race: $name failed ($rc):" >&2
 		tail -n 5 "$base.log" >&2
 	fi
 	barrier "race-$name-$rep-done" $((PHASE_TIMEOUT * 4)) || true
 	return "$rc"
 }
 
-# run_client CLIENT REP: one client's schedule in repetition REP (when
-# profiling, once per backend)
+# run_client CLIENT: the client's schedule (when profiling, once per
+# backend)
 run_client() {
-	local client=$1 rep=$2 args b rc=0
+	local client=$1 rep=1 args b rc=0
 
-	args=(--role "$ROLE" --out "$RAW/race.jsonl" --reps 1 --rep-base "$rep"
+	args=(--role "$ROLE" --out "$RAW/race.jsonl" --reps "$REPS"
 		--secs "$SECS" --poll "$POLL" --tag "$client" --timeout "$PHASE_TIMEOUT")
 	[ -z "$CASES" ] || args+=(--cases "${CASES// /,}")
 	if [ "$PROFILE" != 1 ]; then
@@ -233,19 +234,9 @@ setup
 echo "race: kernel $(uname -r), $ROLE, $REPS repetitions of $SECS s, clients $CLIENTS," \
 	"poll $POLL, kxfer's CQs $CQ"
 status=0
-read -r -a clients <<<"$CLIENTS"
-for rep in $(seq 1 "$REPS"); do
-	order=("${clients[@]}")
-	if ((rep % 2 == 0)); then
-		order=()
-		for ((i = ${#clients[@]} - 1; i >= 0; i--)); do
-			order+=("${clients[i]}")
-		done
-	fi
-	for client in "${order[@]}"; do
-		echo "race: repetition $rep, $client"
-		run_client "$client" "$rep" || status=1
-	done
+for client in $CLIENTS; do
+	echo "race: $client"
+	run_client "$client" || status=1
 done
 kxferctl -j stats show >"$KXFER_OUT/stats.json" 2>/dev/null || true
 [ "$PROFILE" != 1 ] || profile_reports

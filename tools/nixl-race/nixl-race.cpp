@@ -12,9 +12,11 @@
  * progress thread: the client drives NIXL itself, as both engines do
  * when they poll), each registering the same KV buffer; the agents'
  * metadata meet in DIR (the guests' shared folder).  Then every side
- * walks the same schedule of phases: for each repetition, for each case,
+ * walks the same schedule of phases: for each case, each repetition,
  * each backend in turn (which goes first alternates with the
- * repetition).  A phase is one case on one backend:
+ * repetition), so that the repetitions of a case, and the two backends
+ * in each, run close together in time: the host's load drifts over
+ * minutes.  A phase is one case on one backend:
  *
  *   push_pN_{together,apart}_rR  seed 003's paged KV push (the layout of
  *       kxfer-bench kv: 16 layers, 512 tokens, 256 bytes of K and as many
@@ -889,11 +891,12 @@ run() {
             die("cannot open " + opt.out);
         }
     }
-    for (unsigned rep = opt.repBase; rep < opt.repBase + opt.reps; rep++) {
-        for (const auto &c : opt.cases) {
-            const auto segs = layerSegs(c);
-            const Lists ls = makeLists(c, segs, otherBase);
-            const bool timing = c.vllm ? side.prefill : !side.prefill;
+    for (const auto &c : opt.cases) {
+        const auto segs = layerSegs(c);
+        const Lists ls = makeLists(c, segs, otherBase);
+        const bool timing = c.vllm ? side.prefill : !side.prefill;
+
+        for (unsigned rep = opt.repBase; rep < opt.repBase + opt.reps; rep++) {
             std::vector<size_t> order(side.agents.size());
             for (size_t i = 0; i < order.size(); i++) {
                 order[i] = rep % 2 ? i : order.size() - 1 - i;

@@ -509,11 +509,11 @@ def hello(side):
 def run(side):
     out = open(args.out, "a") if args.out else None
     phase = 0
-    for rep in range(args.rep_base, args.rep_base + args.reps):
-        for name in args.cases:
-            case = CASES[name]
-            segs = layer_segs(case[1], case[2])
-            timing = side.prefill if case[0] else not side.prefill
+    for name in args.cases:
+        case = CASES[name]
+        segs = layer_segs(case[1], case[2])
+        timing = side.prefill if case[0] else not side.prefill
+        for rep in range(args.rep_base, args.rep_base + args.reps):
             order = list(range(len(side.agents)))
             if rep % 2 == 0:
                 order.reverse()
