@@ -23,7 +23,8 @@
 # race.jsonl (one line per phase this guest timed), 1/race.CLIENT.{log,
 # time} (the log has UCX's choice of protocols, UCX_PROTO_INFO).  With
 # BENCH_PROFILE=1 each client runs once per backend instead, each run
-# under `perf record -a -e cpu-clock` (1/race.CLIENT.BACKEND.perf;
+# under `perf record -a -e cpu-clock`, sampling the measured windows only
+# (the clients tell it, NIXL_RACE_PERF_CTL; 1/race.CLIENT.BACKEND.perf;
 # 1/race.CLIENT.BACKEND.prof.txt: this
 # guest's samples by symbol, by command and by area: rxe, the network
 # stack and virtio, kxfer, the rest of the kernel, UCX, NIXL and the
@@ -142,8 +143,13 @@ run_once() {
 	mkdir -p "$dir" "$RAW/$rep"
 	barrier "race-$name-$rep" 600 || return 1
 	if [ "$PROFILE" = 1 ]; then
-		{ time perf record -q -e cpu-clock -F 997 -a -o "$base.perf" -- \
+		# the windows only: the clients enable and disable the events
+		rm -f "$base.ctl"
+		mkfifo "$base.ctl"
+		{ time NIXL_RACE_PERF_CTL=$base.ctl perf record -q -e cpu-clock -F 997 -a \
+			-D -1 --control "fifo:$base.ctl" -o "$base.perf" -- \
 			"${CMD[@]}" --dir "$dir" "$@" >"$base.log" 2>&1; } 2>"$base.time" || rc=$?
+		rm -f "$base.ctl"
 	else
 		{ time "${CMD[@]}" --dir "$dir" "$@" >"$base.log" 2>&1; } 2>"$base.time" || rc=$?
 	fi

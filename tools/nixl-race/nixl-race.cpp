@@ -59,6 +59,11 @@
  *   --tag NAME       the client's name in the output (default cpp)
  *   --timeout S      seconds a phase may go without progress (default 300)
  *
+ * Environment: NIXL_RACE_PERF_CTL, a FIFO that `perf record --control
+ * fifo:FIFO -D -1` reads: "enable" is written to it where a window
+ * starts, "disable" where it ends, on both sides, so that a profile holds
+ * the windows alone.
+ *
  * Exit status 0, 1 on any failure (message on stderr), 2 usage.
  */
 #include <algorithm>
@@ -69,6 +74,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <fcntl.h>
 #include <getopt.h>
 #include <map>
 #include <memory>
@@ -244,6 +250,23 @@ cpuNow() {
     m.proc = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
         double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
     return m;
+}
+
+/* Profile the window only: tell perf record (NIXL_RACE_PERF_CTL). */
+void
+perfCtl(const char *cmd) {
+    static int fd = -2;
+
+    if (fd == -2) {
+        const char *path = getenv("NIXL_RACE_PERF_CTL");
+        fd = path && *path ? open(path, O_WRONLY | O_CLOEXEC) : -1;
+        if (path && *path && fd < 0) {
+            die(std::string("cannot open ") + path);
+        }
+    }
+    if (fd >= 0 && write(fd, cmd, strlen(cmd)) < 0) {
+        die("cannot write to NIXL_RACE_PERF_CTL");
+    }
 }
 
 /* ---- files in DIR ------------------------------------------------------------ */
@@ -705,7 +728,9 @@ worker(Agent &a, const Case &c, unsigned phase, const Lists &ls,
                 reqs.push_back(std::move(q));
             } else if (what == "mark" && arg == "start") {
                 m0 = cpuNow();
+                perfCtl("enable\n");
             } else if (what == "mark" && arg == "end") {
+                perfCtl("disable\n");
                 m1 = cpuNow();
             } else if (what == "end") {
                 ended = true;
@@ -793,6 +818,7 @@ timer(Agent &a, const Case &c, unsigned phase, const std::vector<std::vector<Seg
                 res.latUs.push_back(std::chrono::duration<double, std::micro>(now - t).count());
                 res.reqs++;
                 if (res.reqs >= minReqs && secsSince(wStart) >= opt.secs) {
+                    perfCtl("disable\n");
                     res.t1 = cpuNow();
                     res.secs = secsSince(wStart);
                     send(a, "mark " + p + " end");
@@ -802,6 +828,7 @@ timer(Agent &a, const Case &c, unsigned phase, const std::vector<std::vector<Seg
             if (!windowOpen && doneCount == c.inflight) {
                 /* warm-up done: every area once */
                 windowOpen = true;
+                perfCtl("enable\n");
                 res.t0 = cpuNow();
                 wStart = Clock::now();
                 send(a, "mark " + p + " start");

@@ -11,7 +11,7 @@ JSON line per phase the side times), with "client": "py".  The two
 guests run the same client.  See nixl-race.cpp for the cases and the
 protocol; the options are the same.  NIXL's Python package, libraries
 and plugins come from the environment (PYTHONPATH, LD_LIBRARY_PATH,
-NIXL_PLUGIN_DIR).
+NIXL_PLUGIN_DIR); NIXL_RACE_PERF_CTL as for nixl-race.
 
 Exit status 0, 1 on any failure, 2 usage.
 """
@@ -115,6 +115,20 @@ def cpu_now():
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ((v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / tck, (v[3] + v[4]) / tck,
             ru.ru_utime + ru.ru_stime)
+
+
+_perf_fd = None
+
+
+def perf_ctl(cmd):
+    """Profile the window only: tell perf record (NIXL_RACE_PERF_CTL)."""
+    global _perf_fd
+    path = os.environ.get("NIXL_RACE_PERF_CTL")
+    if not path:
+        return
+    if _perf_fd is None:
+        _perf_fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    os.write(_perf_fd, cmd.encode())
 
 
 def put_file(name, data):
@@ -358,7 +372,9 @@ def worker(side, a, name, case, phase, ls, segs):
                 reqs.append(q)
             elif w[0] == "mark" and w[2] == "start":
                 m0 = cpu_now()
+                perf_ctl("enable\n")
             elif w[0] == "mark" and w[2] == "end":
+                perf_ctl("disable\n")
                 m1 = cpu_now()
             elif w[0] == "end":
                 ended = True
@@ -420,12 +436,14 @@ def timer(side, a, name, case, phase, segs):
                 lat.append((now - t) * 1e6)
                 reqs += 1
                 if reqs >= min_reqs and now - w_start >= args.secs:
+                    perf_ctl("disable\n")
                     t1 = cpu_now()
                     secs = time.monotonic() - w_start
                     a.send("mark %s end" % p)
                     stopping = True
             if not window_open and done_count == inflight_n:
                 window_open = True
+                perf_ctl("enable\n")
                 t0 = cpu_now()
                 w_start = time.monotonic()
                 a.send("mark %s start" % p)
