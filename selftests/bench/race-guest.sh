@@ -144,12 +144,14 @@ run_once() {
 	barrier "race-$name-$rep" 600 || return 1
 	if [ "$PROFILE" = 1 ]; then
 		# the windows only: the clients enable and disable the events
-		rm -f "$base.ctl"
-		mkfifo "$base.ctl"
-		{ time NIXL_RACE_PERF_CTL=$base.ctl perf record -q -e cpu-clock -F 997 -a \
-			-D -1 --control "fifo:$base.ctl" -o "$base.perf" -- \
+		# (a FIFO in the guest's own /tmp: /out, 9p, has none)
+		local ctl=/tmp/race.$name.ctl
+		rm -f "$ctl"
+		mkfifo "$ctl"
+		{ time NIXL_RACE_PERF_CTL=$ctl perf record -q -e cpu-clock -F 997 -a \
+			-D -1 --control "fifo:$ctl" -o "$base.perf" -- \
 			"${CMD[@]}" --dir "$dir" "$@" >"$base.log" 2>&1; } 2>"$base.time" || rc=$?
-		rm -f "$base.ctl"
+		rm -f "$ctl"
 	else
 		{ time "${CMD[@]}" --dir "$dir" "$@" >"$base.log" 2>&1; } 2>"$base.time" || rc=$?
 	fi
