@@ -37,7 +37,9 @@
 # default all), BENCH_RACE_CLIENTS (cpp, py or both: the default),
 # BENCH_RACE_POLL (busy, the default, or sleep:US), BENCH_RACE_CQ (irq,
 # the default, or poll: kxfer's session with polled send CQs on both
-# sides, listen and peer add ... cq poll), BENCH_PROFILE.
+# sides, listen and peer add ... cq poll), BENCH_RACE_BACKENDS (the
+# clients' --backends, default KXFER,UCX; NAME:KEY=VALUE... a backend
+# with parameters, e.g. KXFER,UCX,KXFER:poll_us=20), BENCH_PROFILE.
 
 # shellcheck source=../rig/lib.sh
 source "$KXFER_TOP/selftests/rig/lib.sh"
@@ -57,6 +59,7 @@ CASES=${BENCH_RACE_CASES:-}
 CLIENTS=${BENCH_RACE_CLIENTS:-cpp py}
 POLL=${BENCH_RACE_POLL:-busy}
 CQ=${BENCH_RACE_CQ:-irq}
+BACKENDS=${BENCH_RACE_BACKENDS:-KXFER,UCX}
 PROFILE=${BENCH_PROFILE:-0}
 RAW=$KXFER_OUT/raw
 OUT=$KXFER_TOP/build/nixl-ucx
@@ -98,16 +101,17 @@ setup() {
 
 	[ "$CQ" != poll ] || cq=(cq poll)
 	kxfer_load node_name="$ROLE"
+	# generous waits: on a loaded host one guest booted minutes late
 	if on_a; then
 		kxferctl listen "$PREFILL" allow 10.99.0.0/24 "${cq[@]}"
-		barrier race-listening
-		barrier race-up 120
-		busywait 20000 peer_state decode up
+		barrier race-listening 600
+		barrier race-up 600
+		busywait 60000 peer_state decode up
 	else
-		barrier race-listening
+		barrier race-listening 600
 		kxferctl peer add prefill "$PREFILL" qps 1 "${cq[@]}"
-		busywait 20000 peer_state prefill up
-		barrier race-up 120
+		busywait 60000 peer_state prefill up
+		barrier race-up 600
 	fi
 	uname -r >"$KXFER_OUT/kernel.txt"
 	nproc >"$KXFER_OUT/ncpus.txt"
@@ -169,14 +173,16 @@ run_client() {
 	local client=$1 rep=1 args b rc=0
 
 	args=(--role "$ROLE" --out "$RAW/race.jsonl" --reps "$REPS"
-		--secs "$SECS" --poll "$POLL" --tag "$client" --timeout "$PHASE_TIMEOUT")
+		--secs "$SECS" --poll "$POLL" --tag "$client" --timeout "$PHASE_TIMEOUT"
+		--backends "$BACKENDS")
 	[ -z "$CASES" ] || args+=(--cases "${CASES// /,}")
 	if [ "$PROFILE" != 1 ]; then
 		run_once "$client" "$rep" "$client" "${args[@]}"
 		return
 	fi
-	for b in KXFER UCX; do
-		run_once "$client" "$rep" "$client.$b" "${args[@]}" --backends "$b" || rc=1
+	for b in ${BACKENDS//,/ }; do
+		run_once "$client" "$rep" "$client.${b//[^A-Za-z0-9_]/_}" "${args[@]}" \
+			--backends "$b" || rc=1
 	done
 	return "$rc"
 }
@@ -240,7 +246,7 @@ if ! race_env; then
 fi
 setup
 echo "race: kernel $(uname -r), $ROLE, $REPS repetitions of $SECS s, clients $CLIENTS," \
-	"poll $POLL, kxfer's CQs $CQ"
+	"poll $POLL, kxfer's CQs $CQ, backends $BACKENDS"
 status=0
 for client in $CLIENTS; do
 	echo "race: $client"

@@ -48,7 +48,10 @@
  *   stats P BUSY IDLE NCPUS PROC_CPU CHECK
  *
  * Options:
- *   --backends LIST  comma separated (default KXFER,UCX)
+ *   --backends LIST  comma separated (default KXFER,UCX); an entry
+ *                    NAME:KEY=VALUE[:KEY=VALUE]... is NIXL's backend NAME
+ *                    with those parameters (else the plugin's defaults),
+ *                    an agent of its own, named in the output as given
  *   --cases LIST     comma separated case names (default all)
  *   --reps N         repetitions (default 1); --rep-base K numbers them
  *                    from K (which backend goes first: odd K its first)
@@ -67,6 +70,7 @@
  * Exit status 0, 1 on any failure (message on stderr), 2 usage.
  */
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -393,13 +397,25 @@ setupAgents() {
     for (const auto &b : opt.backends) {
         Agent a;
         nixl_b_params_t params; /* the plugin's defaults, as nixl-race.py */
+        const auto words = split(b, ':'); /* NAME[:KEY=VALUE]... */
+        std::string id;
 
+        for (size_t i = 1; i < words.size(); i++) {
+            const auto eq = words[i].find('=');
+            if (eq == std::string::npos) {
+                die("backend " + b + ": not KEY=VALUE: " + words[i]);
+            }
+            params[words[i].substr(0, eq)] = words[i].substr(eq + 1);
+        }
+        for (char ch : b) {
+            id += isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+        }
         a.backend = b;
-        a.name = role + "-" + b;
-        a.remote = otherRole() + "-" + b;
+        a.name = role + "-" + id;
+        a.remote = otherRole() + "-" + id;
         nixlAgentConfig cfg(false);
         a.agent = std::make_unique<nixlAgent>(a.name, cfg);
-        check(a.agent->createBackend(b, params, a.bh), b + ": createBackend");
+        check(a.agent->createBackend(words.at(0), params, a.bh), b + ": createBackend");
         a.args.backends = {a.bh};
         nixl_reg_dlist_t reg(DRAM_SEG);
         reg.addDesc(nixlBlobDesc(uintptr_t(side.buf), side.bufLen, 0, ""));

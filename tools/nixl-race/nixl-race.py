@@ -157,16 +157,25 @@ def idle(worked):
 class Agent:
     """An agent of one backend."""
 
-    def __init__(self, role, other, backend, buf):
-        self.backend = backend
-        self.name = "%s-%s" % (role, backend)
-        self.remote = "%s-%s" % (other, backend)
+    def __init__(self, role, other, spec, buf):
+        # NAME[:KEY=VALUE]...: NIXL's backend NAME with those parameters
+        words = spec.split(":")
+        backend, params = words[0], {}
+        for kv in words[1:]:
+            if "=" not in kv:
+                die("backend %s: not KEY=VALUE: %s" % (spec, kv))
+            k, v = kv.split("=", 1)
+            params[k] = v
+        ident = "".join(c if c.isalnum() else "_" for c in spec)
+        self.backend = spec
+        self.name = "%s-%s" % (role, ident)
+        self.remote = "%s-%s" % (other, ident)
         self.agent = nixl_agent(self.name, nixl_agent_config(enable_prog_thread=False,
                                                              backends=[]))
         if backend not in self.agent.get_plugin_list():
             die("no NIXL plugin %s (NIXL_PLUGIN_DIR=%s)"
                 % (backend, os.environ.get("NIXL_PLUGIN_DIR", "")))
-        self.agent.create_backend(backend, {})
+        self.agent.create_backend(backend, params)
         self.bk = [backend]
         self.reg = self.agent.register_memory([(buf.addr, buf.len, 0, "")], "DRAM",
                                               backends=self.bk)
