@@ -28,12 +28,19 @@
 #   make bench        kxfer-bench against perftest, the demo's push
 #                     through NIXL against kxfer, and the connect time
 #                     with and without keys, in one guest per kernel
-#                     (6.1, then 6.12; BENCH_ARGS="--kver 6.1" for one):
-#                     table of medians and ratios, JSON in build/bench/;
-#                     then the scale table, one node against 1 to 256
-#                     simulated peers (tools/bench/scale, two guests per
-#                     kernel; SCALE_ARGS="--kver 6.1"), its curves in
+#                     (6.1, then 6.12; BENCH_ARGS="--kver 6.1" for one),
+#                     each kernel's run ending with one NIXL client over
+#                     KXFER and over UCX in two guests: tables of medians
+#                     and ratios, JSON in build/bench/; then the scale
+#                     table, one node against 1 to 256 simulated peers
+#                     (tools/bench/scale, two guests per kernel;
+#                     SCALE_ARGS="--kver 6.1"), curves in
 #                     build/bench/scale-*.png
+#   make nixl-ucx     UCX 1.22.0 and NIXL with its UCX plugin (once,
+#                     from ../shared/third_party, about 10 min, cached
+#                     in /var/cache/kxfer/nixl-ucx-<hash>/), the KXFER
+#                     plugin against that NIXL and the race client
+#                     (tools/nixl-race), into build/nixl-ucx/
 #   make install      kxferctl and its man page, libkxfer (header, libraries,
 #                     pkg-config file) under $(DESTDIR)$(PREFIX), and the
 #                     module for $(KDIR) under $(DESTDIR)/lib/modules
@@ -65,7 +72,7 @@ KDIR ?= /usr/src/linux-headers-$(call kxfer_hdr,6.1.)
 endif
 
 .PHONY: all module guest-modules tools examples selftests clean deps check \
-	check-debug demo bench help install nixl nixl-deps htmldocs
+	check-debug demo bench help install nixl nixl-deps nixl-ucx htmldocs
 
 all: module tools examples selftests $(if $(NIXL_PREFIX),nixl)
 
@@ -127,8 +134,19 @@ nixl: tools
 nixl-deps:
 	@bash $(TOP)/tools/nixl/build-nixl-deps.sh >/dev/null
 
+# make bench's KXFER-against-UCX rows: a NIXL with the UCX plugin
+# (tools/nixl/build-ucx-deps.sh), the KXFER plugin built against it and
+# the race client, all in build/nixl-ucx/ with a link to NIXL's UCX
+# plugin: the folder NIXL_PLUGIN_DIR names in the guests.
+nixl-ucx: tools
+	+@prefix=$$(bash $(TOP)/tools/nixl/build-ucx-deps.sh --print-prefix) || exit 1; \
+	$(MAKE) -C $(TOP)/tools/nixl NIXL_PREFIX=$$prefix OUT=$(TOP)/build/nixl-ucx && \
+	$(MAKE) -C $(TOP)/tools/nixl-race NIXL_PREFIX=$$prefix OUT=$(TOP)/build/nixl-ucx && \
+	ln -sfn $$prefix/lib/x86_64-linux-gnu/plugins/libplugin_UCX.so \
+		$(TOP)/build/nixl-ucx/libplugin_UCX.so
+
 clean:
-	rm -rf $(TOP)/build/nixl $(TOP)/build/htmldocs
+	rm -rf $(TOP)/build/nixl $(TOP)/build/nixl-ucx $(TOP)/build/htmldocs
 	$(MAKE) -C $(KDIR) M=$(TOP) clean
 	$(MAKE) -C $(TOP)/tools/kxferctl clean
 	$(MAKE) -C $(TOP)/tools/libkxfer clean
@@ -180,6 +198,7 @@ bench: deps
 	$(MAKE) all
 	$(MAKE) guest-modules
 	$(MAKE) nixl NIXL_PREFIX=$$(bash $(TOP)/tools/nixl/build-nixl-deps.sh --print-prefix)
+	$(MAKE) nixl-ucx
 	bash $(TOP)/tools/bench/run $(BENCH_ARGS)
 	bash $(TOP)/tools/bench/scale $(SCALE_ARGS)
 
@@ -200,4 +219,4 @@ endif
 	KXFER_DEMO_NIXL=$(KXFER_DEMO_NIXL) bash $(TOP)/examples/run-demo --kver $(KXFER_DEMO_KVER)
 
 help:
-	@sed -n '3,41p' $(TOP)/Makefile
+	@sed -n '3,/^# KDIR defaults/p' $(TOP)/Makefile | sed '$$d'

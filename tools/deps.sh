@@ -41,6 +41,10 @@ packages=(
 	# before the copies in its subprojects/
 	meson ninja-build cmake g++ libasio-dev pybind11-dev python3-dev
 	python3-numpy liburing-dev libaio-dev
+	# UCX 1.22.0 for make bench's KXFER-against-UCX rows
+	# (tools/nixl/build-ucx-deps.sh builds it offline from
+	# ../shared/third_party, and NIXL with its UCX plugin against it)
+	autoconf automake libtool
 )
 
 missing=()
