@@ -707,6 +707,51 @@ static int kxfer_ctrl_sync_done(struct kxfer_session *s, const char **why)
 }
 
 /*
+ * A keepalive probe: answer it.  One answer waits at most: a peer that
+ * probes faster than it returns credits gets its latest probe answered,
+ * and cannot make us queue without bound.
+ */
+static void kxfer_ctrl_keepalive(struct kxfer_session *s,
+				 const struct kxfer_msg_keepalive *mk)
+{
+	const __le64 *stamp = &mk->mk_stamp;
+	struct kxfer_ctrl_msg *m;
+
+	if (s->s_ka_ack) {
+		memcpy(s->s_ka_ack->cm_data +
+		       offsetof(struct kxfer_msg_keepalive, mk_stamp),
+		       stamp, sizeof(*stamp));
+		return;
+	}
+	kxfer_ctrl_send(s, KXFER_MSG_KEEPALIVE_ACK, stamp, sizeof(*stamp));
+	m = list_empty(&s->s_txq) ? NULL :
+	    list_last_entry(&s->s_txq, struct kxfer_ctrl_msg, cm_node);
+	if (m && kxfer_ctrl_msg_type(m) == KXFER_MSG_KEEPALIVE_ACK)
+		s->s_ka_ack = m;	/* (not queued if out of memory) */
+}
+
+/*
+ * The answer to a keepalive probe.  The peer answers the latest probe it
+ * saw: any one sent since the first unanswered one.  The round trip
+ * counts from that first one, which is how long the peer took to answer.
+ */
+static void kxfer_ctrl_keepalive_ack(struct kxfer_session *s,
+				     const struct kxfer_msg_keepalive *mk)
+{
+	u64 stamp = le64_to_cpu(mk->mk_stamp);
+
+	if (!s->s_ka_sent_ns || stamp < s->s_ka_sent_ns ||
+	    stamp > s->s_ka_last_ns)
+		return;
+	s->s_ka_rtt_ns = ktime_get_ns() - s->s_ka_sent_ns;
+	s->s_ka_rtt_max_ns = max(s->s_ka_rtt_max_ns, s->s_ka_rtt_ns);
+	/* Decays an eighth per answer: a queue that drained. */
+	s->s_ka_rtt_recent_ns = max(s->s_ka_rtt_ns, s->s_ka_rtt_recent_ns -
+				    (s->s_ka_rtt_recent_ns >> 3));
+	s->s_ka_sent_ns = 0;
+}
+
+/*
  * Apply one control message that kxfer_wire_check() passed.  Return: 0,
  * or a negative errno with @why saying what was wrong: the session ends.
  */
@@ -758,52 +803,12 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 	}
 	case KXFER_MSG_SYNC_DONE:
 		return kxfer_ctrl_sync_done(s, why);
-	case KXFER_MSG_KEEPALIVE: {
-		struct kxfer_ctrl_msg *m;
-		const __le64 *stamp =
-			&((const struct kxfer_msg_keepalive *)buf)->mk_stamp;
-
-		/*
-		 * One answer waits at most: a peer that probes faster than
-		 * it returns credits gets its latest probe answered, and
-		 * cannot make us queue without bound.
-		 */
-		if (s->s_ka_ack) {
-			memcpy(s->s_ka_ack->cm_data +
-			       offsetof(struct kxfer_msg_keepalive, mk_stamp),
-			       stamp, sizeof(*stamp));
-			return 0;
-		}
-		kxfer_ctrl_send(s, KXFER_MSG_KEEPALIVE_ACK, stamp,
-				sizeof(*stamp));
-		m = list_empty(&s->s_txq) ? NULL :
-		    list_last_entry(&s->s_txq, struct kxfer_ctrl_msg, cm_node);
-		if (m && kxfer_ctrl_msg_type(m) == KXFER_MSG_KEEPALIVE_ACK)
-			s->s_ka_ack = m;	/* (not queued if out of memory) */
+	case KXFER_MSG_KEEPALIVE:
+		kxfer_ctrl_keepalive(s, buf);
 		return 0;
-	}
-	case KXFER_MSG_KEEPALIVE_ACK: {
-		u64 stamp = le64_to_cpu(((const struct kxfer_msg_keepalive *)
-					 buf)->mk_stamp);
-
-		/*
-		 * The peer answers the latest probe it saw: any one sent since
-		 * the first unanswered one.  The round trip counts from that
-		 * first one, which is how long the peer took to answer.
-		 */
-		if (s->s_ka_sent_ns && stamp >= s->s_ka_sent_ns &&
-		    stamp <= s->s_ka_last_ns) {
-			s->s_ka_rtt_ns = ktime_get_ns() - s->s_ka_sent_ns;
-			s->s_ka_rtt_max_ns = max(s->s_ka_rtt_max_ns,
-						 s->s_ka_rtt_ns);
-			/* Decays an eighth per answer: a queue that drained. */
-			s->s_ka_rtt_recent_ns =
-				max(s->s_ka_rtt_ns, s->s_ka_rtt_recent_ns -
-				    (s->s_ka_rtt_recent_ns >> 3));
-			s->s_ka_sent_ns = 0;
-		}
+	case KXFER_MSG_KEEPALIVE_ACK:
+		kxfer_ctrl_keepalive_ack(s, buf);
 		return 0;
-	}
 	default:
 		*why = "unknown message type";
 		return -EPROTO;
