@@ -621,6 +621,16 @@ static bool kxfer_notify_allowed(struct kxfer_session *s,
 	return false;
 }
 
+/* A notification from the peer, and its message: delivered if allowed. */
+static void kxfer_notify_recv(struct kxfer_session *s,
+			      const struct kxfer_msg_notify *n,
+			      const void *msg, u32 msg_len)
+{
+	if (kxfer_notify_allowed(s, n))
+		kxfer_notify_deliver(s, n->mn_name, le64_to_cpu(n->mn_value),
+				     le64_to_cpu(n->mn_bytes), msg, msg_len);
+}
+
 /*
  * One half of a NOTIFY by WRITE_WITH_IMM arrived: @desc (the message) or
  * the immediate @token alone.  Deliver when the other half is here.  The
@@ -646,11 +656,9 @@ static int kxfer_notify_half(struct kxfer_session *s, u32 token,
 			*why = "notification token repeated";
 			return -EPROTO;
 		}
-		if (desc && kxfer_notify_allowed(s, desc))
-			kxfer_notify_deliver(s, desc->mn_name,
-					     le64_to_cpu(desc->mn_value),
-					     le64_to_cpu(desc->mn_bytes), NULL, 0);
-		else if (!desc && h->ih_allowed)
+		if (desc)
+			kxfer_notify_recv(s, desc, NULL, 0);
+		else if (h->ih_allowed)
 			kxfer_notify_deliver(s, h->ih_name, h->ih_value,
 					     h->ih_bytes, NULL, 0);
 		h->ih_used = false;
@@ -672,6 +680,81 @@ static int kxfer_notify_half(struct kxfer_session *s, u32 token,
 	return 0;
 }
 
+/* The connector's HELLO, once, before its export table ends. */
+static int kxfer_ctrl_hello(struct kxfer_session *s,
+			    const struct kxfer_msg_hello *mo, const char **why)
+{
+	if (s->s_role != KXFER_PEER_ACCEPTOR || s->s_got_hello ||
+	    s->s_got_sync) {
+		*why = "unexpected HELLO";
+		return -EPROTO;
+	}
+	s->s_got_hello = true;
+	s->s_peer_features = kxfer_wire_features &
+			     le32_to_cpu(mo->mo_features);
+	return 0;
+}
+
+/* The end of the peer's export table, once. */
+static int kxfer_ctrl_sync_done(struct kxfer_session *s, const char **why)
+{
+	if (s->s_got_sync) {
+		*why = "second end of the export table";
+		return -EPROTO;
+	}
+	s->s_got_sync = true;
+	return 0;
+}
+
+/*
+ * A keepalive probe: answer it.  One answer waits at most: a peer that
+ * probes faster than it returns credits gets its latest probe answered,
+ * and cannot make us queue without bound.
+ */
+static void kxfer_ctrl_keepalive(struct kxfer_session *s,
+				 const struct kxfer_msg_keepalive *mk)
+{
+	const __le64 *stamp = &mk->mk_stamp;
+	struct kxfer_ctrl_msg *m;
+
+	if (s->s_ka_ack) {
+		memcpy(s->s_ka_ack->cm_data +
+		       offsetof(struct kxfer_msg_keepalive, mk_stamp),
+		       stamp, sizeof(*stamp));
+		return;
+	}
+	kxfer_ctrl_send(s, KXFER_MSG_KEEPALIVE_ACK, stamp, sizeof(*stamp));
+	m = list_empty(&s->s_txq) ? NULL :
+	    list_last_entry(&s->s_txq, struct kxfer_ctrl_msg, cm_node);
+	if (m && kxfer_ctrl_msg_type(m) == KXFER_MSG_KEEPALIVE_ACK)
+		s->s_ka_ack = m;	/* (not queued if out of memory) */
+}
+
+/*
+ * The answer to a keepalive probe.  The peer answers the latest probe it
+ * saw: any one sent since the first unanswered one.  The round trip
+ * counts from that first one, which is how long the peer took to answer.
+ */
+static void kxfer_ctrl_keepalive_ack(struct kxfer_session *s,
+				     const struct kxfer_msg_keepalive *mk)
+{
+	u64 stamp = le64_to_cpu(mk->mk_stamp);
+
+	if (!s->s_ka_sent_ns || stamp < s->s_ka_sent_ns ||
+	    stamp > s->s_ka_last_ns)
+		return;
+	s->s_ka_rtt_ns = ktime_get_ns() - s->s_ka_sent_ns;
+	s->s_ka_rtt_max_ns = max(s->s_ka_rtt_max_ns, s->s_ka_rtt_ns);
+	/* Decays an eighth per answer: a queue that drained. */
+	s->s_ka_rtt_recent_ns = max(s->s_ka_rtt_ns, s->s_ka_rtt_recent_ns -
+				    (s->s_ka_rtt_recent_ns >> 3));
+	s->s_ka_sent_ns = 0;
+}
+
+/*
+ * Apply one control message that kxfer_wire_check() passed.  Return: 0,
+ * or a negative errno with @why saying what was wrong: the session ends.
+ */
 static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 			       const char **why)
 {
@@ -700,37 +783,18 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 		return 0;
 	case KXFER_MSG_EXPORT_WITHDRAWN:
 		return kxfer_reg_withdrawn(s, buf, why);
-	case KXFER_MSG_NOTIFY: {
-		const struct kxfer_msg_notify *n = buf;
-
-		if (kxfer_notify_allowed(s, n))
-			kxfer_notify_deliver(s, n->mn_name,
-					     le64_to_cpu(n->mn_value),
-					     le64_to_cpu(n->mn_bytes), NULL, 0);
+	case KXFER_MSG_NOTIFY:
+		kxfer_notify_recv(s, buf, NULL, 0);
 		return 0;
-	}
 	case KXFER_MSG_NOTIFY_MSG: {
 		const struct kxfer_msg_notify_msg *nm = buf;
 
-		if (!kxfer_notify_allowed(s, &nm->nm_notify))
-			return 0;
-		kxfer_notify_deliver(s, nm->nm_notify.mn_name,
-				     le64_to_cpu(nm->nm_notify.mn_value),
-				     le64_to_cpu(nm->nm_notify.mn_bytes),
-				     nm->nm_data, le16_to_cpu(nm->nm_len));
+		kxfer_notify_recv(s, &nm->nm_notify, nm->nm_data,
+				  le16_to_cpu(nm->nm_len));
 		return 0;
 	}
 	case KXFER_MSG_HELLO:
-		/* The connector's, once, before its export table ends. */
-		if (s->s_role != KXFER_PEER_ACCEPTOR || s->s_got_hello ||
-		    s->s_got_sync) {
-			*why = "unexpected HELLO";
-			return -EPROTO;
-		}
-		s->s_got_hello = true;
-		s->s_peer_features = kxfer_wire_features &
-			le32_to_cpu(((const struct kxfer_msg_hello *)buf)->mo_features);
-		return 0;
+		return kxfer_ctrl_hello(s, buf, why);
 	case KXFER_MSG_NOTIFY_DESC: {
 		const struct kxfer_msg_notify_desc *nd = buf;
 
@@ -738,58 +802,13 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 					 &nd->nd_notify, why);
 	}
 	case KXFER_MSG_SYNC_DONE:
-		if (s->s_got_sync) {
-			*why = "second end of the export table";
-			return -EPROTO;
-		}
-		s->s_got_sync = true;
+		return kxfer_ctrl_sync_done(s, why);
+	case KXFER_MSG_KEEPALIVE:
+		kxfer_ctrl_keepalive(s, buf);
 		return 0;
-	case KXFER_MSG_KEEPALIVE: {
-		struct kxfer_ctrl_msg *m;
-		const __le64 *stamp =
-			&((const struct kxfer_msg_keepalive *)buf)->mk_stamp;
-
-		/*
-		 * One answer waits at most: a peer that probes faster than
-		 * it returns credits gets its latest probe answered, and
-		 * cannot make us queue without bound.
-		 */
-		if (s->s_ka_ack) {
-			memcpy(s->s_ka_ack->cm_data +
-			       offsetof(struct kxfer_msg_keepalive, mk_stamp),
-			       stamp, sizeof(*stamp));
-			return 0;
-		}
-		kxfer_ctrl_send(s, KXFER_MSG_KEEPALIVE_ACK, stamp,
-				sizeof(*stamp));
-		m = list_empty(&s->s_txq) ? NULL :
-		    list_last_entry(&s->s_txq, struct kxfer_ctrl_msg, cm_node);
-		if (m && kxfer_ctrl_msg_type(m) == KXFER_MSG_KEEPALIVE_ACK)
-			s->s_ka_ack = m;	/* (not queued if out of memory) */
+	case KXFER_MSG_KEEPALIVE_ACK:
+		kxfer_ctrl_keepalive_ack(s, buf);
 		return 0;
-	}
-	case KXFER_MSG_KEEPALIVE_ACK: {
-		u64 stamp = le64_to_cpu(((const struct kxfer_msg_keepalive *)
-					 buf)->mk_stamp);
-
-		/*
-		 * The peer answers the latest probe it saw: any one sent since
-		 * the first unanswered one.  The round trip counts from that
-		 * first one, which is how long the peer took to answer.
-		 */
-		if (s->s_ka_sent_ns && stamp >= s->s_ka_sent_ns &&
-		    stamp <= s->s_ka_last_ns) {
-			s->s_ka_rtt_ns = ktime_get_ns() - s->s_ka_sent_ns;
-			s->s_ka_rtt_max_ns = max(s->s_ka_rtt_max_ns,
-						 s->s_ka_rtt_ns);
-			/* Decays an eighth per answer: a queue that drained. */
-			s->s_ka_rtt_recent_ns =
-				max(s->s_ka_rtt_ns, s->s_ka_rtt_recent_ns -
-				    (s->s_ka_rtt_recent_ns >> 3));
-			s->s_ka_sent_ns = 0;
-		}
-		return 0;
-	}
 	default:
 		*why = "unknown message type";
 		return -EPROTO;

@@ -409,6 +409,191 @@ static void kxfer_reap_hybrid_learn(struct kxfer_file *kf,
 	WRITE_ONCE(kf->kf_poll_wait_ns, min_t(u64, est, 4 * KXFER_HYBRID_MAX_NS));
 }
 
+/* A REAP's arguments: what it takes, or, with WAIT, only how it waits. */
+static int kxfer_reap_check(const struct kxfer_file *kf,
+			    const struct kxfer_reap *r)
+{
+	if ((r->flags & ~(KXFER_REAP_BUSY_POLL | KXFER_REAP_WAIT)) ||
+	    r->reserved)
+		return -EINVAL;
+	if (r->flags & KXFER_REAP_WAIT) {
+		if (r->events || r->max || r->msgs || r->msgs_len ||
+		    r->min > kf->kf_ring_size)
+			return -EINVAL;
+	} else if (!r->max || r->min > r->max) {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * One turn of a REAP's wait for its events: a turn of busy polling, a
+ * step of hybrid polling, or a sleep on the file's wait queue.
+ * Return: 0 to look again, 1 when the timeout passed, or -EINTR.
+ */
+static int kxfer_reap_wait_turn(struct kxfer_file *kf,
+				const struct kxfer_reap *r,
+				struct kxfer_hybrid *hy, ktime_t deadline)
+{
+	ktime_t left;
+	int ret;
+
+	if (r->flags & KXFER_REAP_BUSY_POLL) {
+		if (signal_pending(current))
+			return -EINTR;
+		if (r->timeout_ns > 0 && ktime_after(ktime_get(), deadline))
+			return 1;
+		kxfer_reap_spin(kf);
+		return 0;
+	}
+	/*
+	 * Jobs on polled sessions complete by themselves only at their
+	 * work's tick: wait for them as kxfer_reap_hybrid() says.
+	 */
+	if (kxfer_file_polled_inflight(kf))
+		return kxfer_reap_hybrid(kf, hy, r->min, r->timeout_ns,
+					 deadline);
+	if (r->timeout_ns < 0) {
+		ret = wait_event_interruptible(kf->kf_wait,
+					       kxfer_events_ready(kf) >= r->min);
+		return ret ? -EINTR : 0;
+	}
+	left = ktime_sub(deadline, ktime_get());
+	if (ktime_to_ns(left) <= 0)
+		return 1;
+	ret = wait_event_interruptible_hrtimeout(kf->kf_wait,
+						 kxfer_events_ready(kf) >= r->min,
+						 left);
+	if (ret == -ETIME)
+		return 0;
+	return ret ? -EINTR : 0;
+}
+
+/*
+ * Wait for @r->min events, the timeout (none if 0, for ever if
+ * negative) or a signal.  Return: 0 or -EINTR.
+ */
+static int kxfer_reap_wait(struct kxfer_file *kf, const struct kxfer_reap *r)
+{
+	struct kxfer_hybrid hy = { .phase = KXFER_HY_NONE };
+	ktime_t deadline;
+	int ret = 0;
+
+	deadline = ktime_add_ns(ktime_get(),
+				r->timeout_ns > 0 ? r->timeout_ns : 0);
+	/* Polled sessions: what completed is reaped by every REAP. */
+	kxfer_file_poll_cqs(kf);
+	while (!ret && kxfer_events_ready(kf) < r->min && r->timeout_ns)
+		ret = kxfer_reap_wait_turn(kf, r, &hy, deadline);
+	if (ret > 0)
+		ret = 0;	/* the timeout */
+	if (hy.phase != KXFER_HY_NONE && !ret &&
+	    kxfer_events_ready(kf) >= r->min)
+		kxfer_reap_hybrid_learn(kf, &hy);
+	return ret;
+}
+
+/*
+ * The event at @tail reached the user: free its slot, unless the mapped
+ * ring's reader took it meanwhile, and refill the ring.
+ */
+static void kxfer_reap_consume(struct kxfer_file *kf, unsigned int tail)
+{
+	unsigned int slot = tail & (kf->kf_ring_size - 1);
+	unsigned long flags;
+
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	if (kf->kf_tail == tail) {
+		kf->kf_tail = tail + 1;
+		kfree(kf->kf_msgs[slot]);
+		kf->kf_msgs[slot] = NULL;
+		if (kf->kf_shr)
+			WRITE_ONCE(kf->kf_shr->tail, kf->kf_tail);
+	}
+	kxfer_file_refill(kf);
+	kxfer_ring_publish_locked(kf);
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+}
+
+/*
+ * Copy the event at the ring's tail out as the reap's next, with its
+ * message (through @bounce, %NULL if the reap takes none), then consume
+ * it.  Return: 0; 1 if there is none, or its message waits for the next
+ * call; or -EFAULT, the event left in the ring.
+ */
+static int kxfer_reap_one(struct kxfer_file *kf, struct kxfer_reap *r,
+			  void *bounce, u32 *msgs_used)
+{
+	struct kxfer_event __user *uev = u64_to_user_ptr(r->events);
+	unsigned int tail, slot;
+	struct kxfer_event ev;
+	unsigned long flags;
+	void *msg = NULL;
+	int err;
+
+	spin_lock_irqsave(&kf->kf_lock, flags);
+	kxfer_ring_sync_locked(kf);
+	tail = kf->kf_tail;
+	if (kf->kf_head == tail) {
+		spin_unlock_irqrestore(&kf->kf_lock, flags);
+		return 1;
+	}
+	slot = tail & (kf->kf_ring_size - 1);
+	ev = kf->kf_ring[slot];
+	/*
+	 * The message is copied under the lock: once the mapped ring's
+	 * tail moves past its event, it is freed.
+	 */
+	if (bounce && ev.type == KXFER_EV_NOTIFY && kf->kf_msgs[slot] &&
+	    ev.msg_len && ev.msg_len <= KXFER_NOTIFY_MSG_MAX) {
+		memcpy(bounce, kf->kf_msgs[slot], ev.msg_len);
+		msg = bounce;
+	}
+	spin_unlock_irqrestore(&kf->kf_lock, flags);
+
+	err = kxfer_reap_msg(r, &ev, msg, msgs_used);
+	if (err == -ENOSPC)
+		return 1;		/* the next call takes it */
+	if (err || copy_to_user(&uev[r->count], &ev, sizeof(ev)))
+		return -EFAULT;
+	kxfer_reap_consume(kf, tail);
+	return 0;
+}
+
+/*
+ * Copy out up to @r->max ready events and their messages, each taken
+ * from the ring once it reached the user; @r->count says how many.
+ * Return: 0, %-ENOMEM (none taken) or %-EFAULT (the events before the
+ * one that failed are taken).
+ */
+static int kxfer_reap_take(struct kxfer_file *kf, struct kxfer_reap *r)
+{
+	void *bounce = NULL;
+	u32 msgs_used = 0;
+	int ret = 0;
+
+	mutex_lock(&kf->kf_reap_mutex);
+	if (r->msgs) {
+		bounce = kxfer_file_bounce(kf);
+		if (!bounce) {
+			ret = -ENOMEM;
+			goto out_unlock;
+		}
+	}
+	r->count = 0;
+	while (r->count < r->max) {
+		ret = kxfer_reap_one(kf, r, bounce, &msgs_used);
+		if (ret)
+			break;
+		r->count++;
+	}
+	if (ret > 0)
+		ret = 0;
+out_unlock:
+	mutex_unlock(&kf->kf_reap_mutex);
+	return ret;
+}
+
 /**
  * kxfer_ioc_reap - KXFER_IOC_REAP
  * @kf: the file
@@ -420,80 +605,16 @@ static void kxfer_reap_hybrid_learn(struct kxfer_file *kf,
  */
 long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 {
-	struct kxfer_hybrid hy = { .phase = KXFER_HY_NONE };
-	struct kxfer_event __user *uev;
-	u32 msgs_used = 0;
 	struct kxfer_reap r;
-	void *bounce = NULL;
-	ktime_t deadline;
-	long ret = 0;
+	long ret;
+	int err;
 
 	if (copy_from_user(&r, uarg, sizeof(r)))
 		return -EFAULT;
-	if ((r.flags & ~(KXFER_REAP_BUSY_POLL | KXFER_REAP_WAIT)) ||
-	    r.reserved)
-		return -EINVAL;
-	if (r.flags & KXFER_REAP_WAIT) {
-		if (r.events || r.max || r.msgs || r.msgs_len ||
-		    r.min > kf->kf_ring_size)
-			return -EINVAL;
-	} else if (!r.max || r.min > r.max) {
-		return -EINVAL;
-	}
-	uev = u64_to_user_ptr(r.events);
-	deadline = ktime_add_ns(ktime_get(), r.timeout_ns > 0 ? r.timeout_ns : 0);
-
-	/* Polled sessions: what completed is reaped by every REAP. */
-	kxfer_file_poll_cqs(kf);
-	/* Wait for @min events, or the timeout, or a signal. */
-	while (kxfer_events_ready(kf) < r.min && r.timeout_ns) {
-		if (r.flags & KXFER_REAP_BUSY_POLL) {
-			if (signal_pending(current)) {
-				ret = -EINTR;
-				break;
-			}
-			if (r.timeout_ns > 0 && ktime_after(ktime_get(), deadline))
-				break;
-			kxfer_reap_spin(kf);
-			continue;
-		}
-		/*
-		 * Jobs on polled sessions complete by themselves only at their
-		 * work's tick: wait for them as kxfer_reap_hybrid() says.
-		 */
-		if (kxfer_file_polled_inflight(kf)) {
-			ret = kxfer_reap_hybrid(kf, &hy, r.min, r.timeout_ns,
-						deadline);
-			if (ret > 0)
-				ret = 0;	/* the timeout */
-			else if (!ret)
-				continue;
-			break;
-		}
-		if (r.timeout_ns < 0) {
-			ret = wait_event_interruptible(kf->kf_wait,
-						       kxfer_events_ready(kf) >= r.min);
-			if (ret)
-				ret = -EINTR;
-		} else {
-			ktime_t left = ktime_sub(deadline, ktime_get());
-
-			if (ktime_to_ns(left) <= 0)
-				break;
-			ret = wait_event_interruptible_hrtimeout(kf->kf_wait,
-								 kxfer_events_ready(kf) >= r.min,
-								 left);
-			if (ret == -ETIME)
-				ret = 0;
-			else if (ret)
-				ret = -EINTR;
-		}
-		if (ret)
-			break;
-	}
-	if (hy.phase != KXFER_HY_NONE && !ret &&
-	    kxfer_events_ready(kf) >= r.min)
-		kxfer_reap_hybrid_learn(kf, &hy);
+	ret = kxfer_reap_check(kf, &r);
+	if (ret)
+		return ret;
+	ret = kxfer_reap_wait(kf, &r);
 
 	if (r.flags & KXFER_REAP_WAIT) {
 		r.count = kxfer_events_ready(kf);
@@ -507,66 +628,14 @@ long kxfer_ioc_reap(struct kxfer_file *kf, void __user *uarg)
 	/* Copy out, then consume: an event is taken once it reached the user. */
 	if (put_user(0U, &((struct kxfer_reap __user *)uarg)->count))
 		return -EFAULT;
-	mutex_lock(&kf->kf_reap_mutex);
-	if (r.msgs) {
-		bounce = kxfer_file_bounce(kf);
-		if (!bounce) {
-			mutex_unlock(&kf->kf_reap_mutex);
-			return -ENOMEM;
-		}
-	}
-	r.count = 0;
-	while (r.count < r.max) {
-		unsigned int tail, slot;
-		struct kxfer_event ev;
-		unsigned long flags;
-		void *msg = NULL;
-		int err;
-
-		spin_lock_irqsave(&kf->kf_lock, flags);
-		kxfer_ring_sync_locked(kf);
-		tail = kf->kf_tail;
-		if (kf->kf_head == tail) {
-			spin_unlock_irqrestore(&kf->kf_lock, flags);
-			break;
-		}
-		slot = tail & (kf->kf_ring_size - 1);
-		ev = kf->kf_ring[slot];
-		/*
-		 * The message is copied under the lock: once the mapped
-		 * ring's tail moves past its event, it is freed.
-		 */
-		if (bounce && ev.type == KXFER_EV_NOTIFY && kf->kf_msgs[slot] &&
-		    ev.msg_len && ev.msg_len <= KXFER_NOTIFY_MSG_MAX) {
-			memcpy(bounce, kf->kf_msgs[slot], ev.msg_len);
-			msg = bounce;
-		}
-		spin_unlock_irqrestore(&kf->kf_lock, flags);
-		err = kxfer_reap_msg(&r, &ev, msg, &msgs_used);
-		if (err == -ENOSPC)
-			break;		/* the next call takes it */
-		if (err || copy_to_user(&uev[r.count], &ev, sizeof(ev))) {
-			ret = r.count ? ret : -EFAULT;
-			break;
-		}
-		spin_lock_irqsave(&kf->kf_lock, flags);
-		/* Unless the mapped ring's reader took it meanwhile. */
-		if (kf->kf_tail == tail) {
-			kf->kf_tail = tail + 1;
-			kfree(kf->kf_msgs[slot]);
-			kf->kf_msgs[slot] = NULL;
-			if (kf->kf_shr)
-				WRITE_ONCE(kf->kf_shr->tail, kf->kf_tail);
-		}
-		kxfer_file_refill(kf);
-		kxfer_ring_publish_locked(kf);
-		spin_unlock_irqrestore(&kf->kf_lock, flags);
-		r.count++;
-	}
-	mutex_unlock(&kf->kf_reap_mutex);
-
-	if (r.count && ret == -EINTR)
+	err = kxfer_reap_take(kf, &r);
+	if (err == -ENOMEM)
+		return err;
+	/* Events taken are reported, whether a signal or a fault came. */
+	if (r.count)
 		ret = 0;
+	else if (err)
+		ret = err;
 	if (copy_to_user(uarg, &r, sizeof(r)))
 		return -EFAULT;
 	return ret;

@@ -30,30 +30,10 @@ static struct kxfer_export *kxfer_export_lookup(const char *name)
 	return NULL;
 }
 
-/**
- * kxfer_export_create - export a range of a pool
- * @args: name, range, peer, addresses, access, owning file; with a
- *	subscription, its handle comes back in @args->sub_handle
- * @pool_name: the pool, by name (the administrator's way), or %NULL
- * @pool: with @pool_name %NULL, the pool itself (its owner's way); the
- *	caller holds a reference
- * @extack: for the reason of a refusal
- *
- * Return: 0; %-EINVAL for no or unknown access bits or an empty range;
- * %-ENOENT for an unknown or deleted pool; %-ERANGE for a range outside
- * the pool; %-E2BIG for a range longer than KXFER_EXPORT_MAX_LEN() of the
- * largest MR page its memory allows;
- * %-EEXIST for a name in use; %-ENOMEM.  May sleep.
- */
-int kxfer_export_create(struct kxfer_export_args *args,
-			const char *pool_name, struct kxfer_pool *pool,
-			struct netlink_ext_ack *extack)
+/* What the arguments say of themselves: some access, known bits, a length. */
+static int kxfer_export_check_args(const struct kxfer_export_args *args,
+				   struct netlink_ext_ack *extack)
 {
-	struct kxfer_export *exp;
-	u64 end, len = args->len;
-	unsigned int shift;
-	int ret;
-
 	if (!args->access) {
 		NL_SET_ERR_MSG(extack, "export grants no access");
 		return -EINVAL;
@@ -62,14 +42,22 @@ int kxfer_export_create(struct kxfer_export_args *args,
 		NL_SET_ERR_MSG(extack, "unknown access bits");
 		return -EINVAL;
 	}
-	if (args->has_len && !len) {
+	if (args->has_len && !args->len) {
 		NL_SET_ERR_MSG(extack, "export range is empty");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* A new export as @args describe it, its range and pool still unset. */
+static struct kxfer_export *
+kxfer_export_alloc(const struct kxfer_export_args *args)
+{
+	struct kxfer_export *exp;
 
 	exp = kzalloc(sizeof(*exp), GFP_KERNEL);
 	if (!exp)
-		return -ENOMEM;
+		return NULL;
 	strscpy(exp->ke_name, args->name, sizeof(exp->ke_name));
 	strscpy(exp->ke_peer, args->peer, sizeof(exp->ke_peer));
 	if (args->from) {
@@ -82,13 +70,20 @@ int kxfer_export_create(struct kxfer_export_args *args,
 	exp->ke_file = args->file;
 	if (args->file)
 		exp->ke_pid = task_tgid_vnr(current);
+	return exp;
+}
 
-	mutex_lock(&kxfer_obj_mutex);
-	if (kxfer_export_lookup(args->name)) {
-		NL_SET_ERR_MSG(extack, "export already exists");
-		ret = -EEXIST;
-		goto out_unlock;
-	}
+/*
+ * The pool to export from: by @pool_name, else @pool itself, if it is
+ * neither deleted nor disowned, and its memory was not revoked.
+ * Return: the pool, or ERR_PTR(%-ENOENT or %-ESTALE).  Caller holds
+ * kxfer_obj_mutex.
+ */
+static struct kxfer_pool *kxfer_export_find_pool(const char *pool_name,
+						 struct kxfer_pool *pool,
+						 struct netlink_ext_ack *extack)
+{
+	lockdep_assert_held(&kxfer_obj_mutex);
 	if (pool_name) {
 		list_for_each_entry(pool, &kxfer_pools, kp_node)
 			if (!pool->kp_deleted && !pool->kp_disowned &&
@@ -101,31 +96,95 @@ int kxfer_export_create(struct kxfer_export_args *args,
 	}
 	if (!pool) {
 		NL_SET_ERR_MSG(extack, "no such pool");
-		ret = -ENOENT;
-		goto out_unlock;
+		return ERR_PTR(-ENOENT);
 	}
 	/* Under kxfer_obj_mutex: a revocation withdraws after it (upool.c) */
 	if (READ_ONCE(pool->kp_revoked)) {
 		NL_SET_ERR_MSG(extack, "the pool's memory was revoked by its exporter");
-		ret = -ESTALE;
-		goto out_unlock;
+		return ERR_PTR(-ESTALE);
 	}
+	return pool;
+}
+
+/*
+ * The export's length in @pool: @args', or the rest of the pool from
+ * @args->off; inside the pool and no longer than one export can map with
+ * the largest MR page its memory allows.
+ * Return: 0 with the length in *@lenp and that page's shift in *@shiftp,
+ * %-ERANGE or %-E2BIG.
+ */
+static int kxfer_export_range(const struct kxfer_export_args *args,
+			      const struct kxfer_pool *pool, u64 *lenp,
+			      unsigned int *shiftp,
+			      struct netlink_ext_ack *extack)
+{
+	u64 end, len = args->len;
+	unsigned int shift;
+
 	if (!args->has_len)
 		len = args->off < pool->kp_size ? pool->kp_size - args->off : 0;
 	if (!len || check_add_overflow(args->off, len, &end) ||
 	    end > pool->kp_size) {
 		NL_SET_ERR_MSG(extack, "export range is outside the pool");
-		ret = -ERANGE;
-		goto out_unlock;
+		return -ERANGE;
 	}
 	shift = kxfer_mr_shift(pool, NULL, args->off, end);
 	if (len + (args->off & ((1ULL << shift) - 1)) >
 	    KXFER_EXPORT_MAX_LEN(shift)) {
 		NL_SET_ERR_MSG(extack,
 			       "export longer than one export can map (262144 MRs of 512 pages of what its memory allows: 512 GiB in 4 KiB pages)");
-		ret = -E2BIG;
+		return -E2BIG;
+	}
+	*lenp = len;
+	*shiftp = shift;
+	return 0;
+}
+
+/**
+ * kxfer_export_create - export a range of a pool
+ * @args: name, range, peer, addresses, access, owning file; with a
+ *	subscription, its handle comes back in @args->sub_handle
+ * @pool_name: the pool, by name (the administrator's way), or %NULL
+ * @pool: with @pool_name %NULL, the pool itself (its owner's way); the
+ *	caller holds a reference
+ * @extack: for the reason of a refusal
+ *
+ * Return: 0; %-EINVAL for no or unknown access bits or an empty range;
+ * %-ENOENT for an unknown or deleted pool; %-ESTALE for a pool whose
+ * memory was revoked; %-ERANGE for a range outside the pool; %-E2BIG for
+ * a range longer than KXFER_EXPORT_MAX_LEN() of the largest MR page its
+ * memory allows; %-EEXIST for a name in use; %-ENOMEM.  May sleep.
+ */
+int kxfer_export_create(struct kxfer_export_args *args,
+			const char *pool_name, struct kxfer_pool *pool,
+			struct netlink_ext_ack *extack)
+{
+	struct kxfer_export *exp;
+	unsigned int shift;
+	u64 len;
+	int ret;
+
+	ret = kxfer_export_check_args(args, extack);
+	if (ret)
+		return ret;
+	exp = kxfer_export_alloc(args);
+	if (!exp)
+		return -ENOMEM;
+
+	mutex_lock(&kxfer_obj_mutex);
+	if (kxfer_export_lookup(args->name)) {
+		NL_SET_ERR_MSG(extack, "export already exists");
+		ret = -EEXIST;
 		goto out_unlock;
 	}
+	pool = kxfer_export_find_pool(pool_name, pool, extack);
+	if (IS_ERR(pool)) {
+		ret = PTR_ERR(pool);
+		goto out_unlock;
+	}
+	ret = kxfer_export_range(args, pool, &len, &shift, extack);
+	if (ret)
+		goto out_unlock;
 	/* Its notifications have a reader before any peer learns of it. */
 	if (args->sub) {
 		ret = kxfer_sub_install(args->sub, &args->sub_handle);

@@ -6,22 +6,24 @@
  * pool and a remote export of one peer, with one-sided RDMA WRITE or
  * READ.  In order:
  *
- * 1. Validate everything before anything is posted (kxfer_job_prepare):
- *    handles, op, flags, reserved fields, counts, every range inside the
- *    pool and the export (overflow-safe), the access the op needs.
- * 2. Plan (plan.c): merge segments contiguous on both sides, gather
- *    remote-contiguous ones into multi-SGE work requests, split at the
- *    stripe size, the local chunk and the remote MR boundaries.
- * 3. Stripe the WRs over the session's QPs, each QP's share a "part" of
- *    the job; a job whose destination ranges overlap stays on one QP, so
- *    that its writes land in order.  Each part is cut into batches of
- *    up to KXFER_JOB_BATCH WRs (fewer for big WRs: at most about
+ * 1. Validate everything before anything is posted: op, flags, reserved
+ *    fields, counts (kxfer_job_check), handles (kxfer_job_get_handles,
+ *    kxfer_job_find_export), the access the op needs, every range inside
+ *    the pool and the export, overflow-safe (kxfer_job_check_ranges).
+ * 2. Plan (kxfer_job_plan, plan.c): merge segments contiguous on both
+ *    sides, gather remote-contiguous ones into multi-SGE work requests,
+ *    split at the stripe size, the local chunk and the remote MR
+ *    boundaries.
+ * 3. Stripe the WRs over the session's QPs (kxfer_job_stripe), each
+ *    QP's share a "part" of the job; a job whose destination ranges
+ *    overlap stays on one QP, so that its writes land in order.  Each
+ *    part is cut into batches (kxfer_job_build_batches) of up to
+ *    KXFER_JOB_BATCH WRs (fewer for big WRs: at most about
  *    KXFER_JOB_BATCH_BYTES, so that completions, which are also the
  *    session's sign of life, come often on a slow link) whose last WR
- *    alone is signaled; a part posts
- *    its batches as one chain (one doorbell) as far as send-queue slots
- *    allow, and waits on the QP's backlog, in submission order, for the
- *    rest.
+ *    alone is signaled; a part posts its batches as one chain (one
+ *    doorbell) as far as send-queue slots allow, and waits on the QP's
+ *    backlog, in submission order, for the rest (post.c).
  * 4. Complete: when every batch of every part has completed, post
  *    exactly one event {user_data, status, bytes} to the submitting
  *    file.  Unsignaled WRs point at an error sink that only records a
@@ -130,18 +132,294 @@ struct kxfer_rexport *kxfer_rexport_find(struct kxfer_session *s,
 }
 
 /*
+ * A job being built by kxfer_job_submit_one(): what each stage finds or
+ * makes, for the stages after it.  The pool, session and gate are held
+ * from kxfer_job_get_handles() on; the job, once made, takes them.
+ */
+struct kxfer_job_build {
+	struct kxfer_file		*jb_file;
+	const struct kxfer_job		*jb_uj;		/* the user's */
+	u32				jb_need;	/* KXFER_ACCESS_* */
+	bool				jb_atomic;	/* CAS or FADD */
+	bool				jb_bare;	/* notification only */
+	void				*jb_msg;	/* NOTIFY_MSG's bytes */
+	struct kxfer_plan_seg		*jb_segs;	/* jb_few if small */
+	struct kxfer_plan_seg		jb_few[KXFER_FEW_SEGS];
+	struct kxfer_pool		*jb_pool;	/* NULL when bare */
+	struct kxfer_session		*jb_sess;
+	struct kxfer_gate		*jb_gate;	/* busy */
+	/* from here on, found and made under s_mutex */
+	struct kxfer_plan_ctx		jb_pctx;	/* its rx: the export */
+	u64				jb_total;	/* bytes */
+	struct kxfer_plan		jb_plan;
+	const struct kxfer_plan_seg	*jb_order;	/* segments, planned */
+	struct kxfer_plan_scratch	*jb_scratch;	/* if sorted */
+	bool				jb_overlap;	/* targets overlap */
+	const u64			*jb_dma;	/* pool's, on s_dev */
+	struct kxfer_task		*jb_job;
+	u32				jb_nq;		/* QPs striped over */
+	u32				jb_batch;	/* WRs per batch */
+	u32				jb_rotor;	/* its first WR's QP */
+	/* in jb_job's allocation */
+	struct ib_rdma_wr		*jb_wrs;
+	struct ib_sge			*jb_sges;
+	struct kxfer_job_batch		*jb_batches;
+};
+
+/*
+ * A notification's message, and a notification alone: a WRITE without
+ * a pool or segments.
+ */
+static int kxfer_job_check_notify(const struct kxfer_job *uj)
+{
+	if (uj->flags & KXFER_JOB_NOTIFY_MSG) {
+		if (!(uj->flags & KXFER_JOB_NOTIFY) || !uj->notify_len ||
+		    uj->notify_len > KXFER_NOTIFY_MSG_MAX)
+			return -EINVAL;
+	} else if (uj->notify_len) {
+		return -EINVAL;
+	}
+	if (uj->nsegs)
+		return 0;
+	if (!(uj->flags & KXFER_JOB_NOTIFY) || uj->op != KXFER_OP_WRITE ||
+	    uj->pool || uj->segs)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * The job as the user gave it: its op (and the access that needs),
+ * flags, reserved field, notification, the operands only where the op
+ * has them, and its count of segments.  Return: 0 or %-EINVAL.
+ */
+static int kxfer_job_check(struct kxfer_job_build *jb)
+{
+	const struct kxfer_job *uj = jb->jb_uj;
+
+	switch (uj->op) {
+	case KXFER_OP_WRITE:
+		jb->jb_need = KXFER_ACCESS_WRITE;
+		break;
+	case KXFER_OP_READ:
+		jb->jb_need = KXFER_ACCESS_READ;
+		break;
+	case KXFER_OP_CAS:
+	case KXFER_OP_FADD:
+		jb->jb_need = KXFER_ACCESS_ATOMIC;
+		jb->jb_atomic = true;
+		break;
+	default:
+		return -EINVAL;
+	}
+	jb->jb_bare = !uj->nsegs;
+	if ((uj->flags & ~KXFER_JOB_FLAGS) || uj->reserved ||
+	    kxfer_job_check_notify(uj))
+		return -EINVAL;
+	/* Operands only where the op has them. */
+	if ((!jb->jb_atomic && uj->compare_add) ||
+	    (uj->op != KXFER_OP_CAS && uj->swap))
+		return -EINVAL;
+	if (uj->nsegs > kxfer_max_segments ||
+	    (jb->jb_atomic && uj->nsegs != 1))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Copy in what the job points at: its notification's message and its
+ * segments.  An atomic's one segment must be 8 aligned bytes.
+ * Return: 0, %-EFAULT, %-ENOMEM or %-EINVAL; what was copied stays in
+ * @jb for the caller to free.
+ */
+static int kxfer_job_copy_in(struct kxfer_job_build *jb)
+{
+	const struct kxfer_job *uj = jb->jb_uj;
+	struct kxfer_plan_seg *segs;
+	void *msg;
+
+	if (uj->flags & KXFER_JOB_NOTIFY_MSG) {
+		msg = memdup_user(u64_to_user_ptr(uj->notify_value),
+				  uj->notify_len);
+		if (IS_ERR(msg))
+			return PTR_ERR(msg);
+		jb->jb_msg = msg;
+	}
+	if (jb->jb_bare)
+		return 0;
+	/* A small job's segments stay on the stack. */
+	segs = uj->nsegs <= ARRAY_SIZE(jb->jb_few) ? jb->jb_few :
+	       kvmalloc_array(uj->nsegs, sizeof(*segs), GFP_KERNEL);
+	if (!segs)
+		return -ENOMEM;
+	jb->jb_segs = segs;
+	/* struct kxfer_segment and struct kxfer_plan_seg share one layout */
+	BUILD_BUG_ON(sizeof(struct kxfer_segment) != sizeof(*segs));
+	if (copy_from_user(segs, u64_to_user_ptr(uj->segs),
+			   (size_t)uj->nsegs * sizeof(*segs)))
+		return -EFAULT;
+	if (jb->jb_atomic && (segs[0].len != 8 || (segs[0].local_off & 7) ||
+			      (segs[0].remote_off & 7)))
+		return -EINVAL;
+	return 0;
+}
+
+/* A pool the job held, when it will not run: its count, its reference. */
+static void kxfer_job_pool_end(struct kxfer_pool *pool)
+{
+	if (!pool)
+		return;
+	kxfer_pool_job_end(pool);
+	kxfer_pool_put(pool);
+}
+
+/*
+ * The job's pool and peer handles, each lookup with its own reference,
+ * and the file's gate for that session, busy until the job starts or
+ * waits.  Return: 0, or %-ENOENT, %-ESTALE or %-ENOMEM with nothing
+ * held.  Undone by kxfer_job_put_handles().
+ */
+static int kxfer_job_get_handles(struct kxfer_job_build *jb)
+{
+	const struct kxfer_job *uj = jb->jb_uj;
+	struct kxfer_file *kf = jb->jb_file;
+	struct kxfer_session *s;
+	struct kxfer_pool *pool;
+	int ret;
+
+	xa_lock(&kf->kf_pools);
+	pool = uj->pool ? xa_load(&kf->kf_pools, uj->pool) : NULL;
+	if (pool)
+		kref_get(&pool->kp_ref);
+	xa_unlock(&kf->kf_pools);
+	if (!pool && !jb->jb_bare)
+		return -ENOENT;
+	/* Counted before its memory is looked at: see upool.c's revoke. */
+	if (pool && !kxfer_pool_job_begin(pool)) {
+		kxfer_pool_put(pool);
+		return -ESTALE;
+	}
+	xa_lock(&kf->kf_peers);
+	s = uj->peer ? xa_load(&kf->kf_peers, uj->peer) : NULL;
+	if (s)
+		kxfer_session_get(s);
+	xa_unlock(&kf->kf_peers);
+	if (!s) {
+		ret = -ENOENT;
+		goto out_pool;
+	}
+	jb->jb_gate = kxfer_gate_get(kf, s);
+	if (!jb->jb_gate) {
+		ret = -ENOMEM;
+		goto out_sess;
+	}
+	jb->jb_pool = pool;
+	jb->jb_sess = s;
+	return 0;
+
+out_sess:
+	kxfer_session_put(s);
+out_pool:
+	kxfer_job_pool_end(pool);
+	return ret;
+}
+
+/* Drop what kxfer_job_get_handles() took, for a job that will not run. */
+static void kxfer_job_put_handles(struct kxfer_job_build *jb)
+{
+	kxfer_gate_unbusy(jb->jb_file, jb->jb_gate);
+	kxfer_session_put(jb->jb_sess);
+	kxfer_job_pool_end(jb->jb_pool);
+}
+
+/*
+ * The remote export the job's remote handle names, on the session as it
+ * is now: up, on the connection the handle was looked up on, the export
+ * still there, granting the access the op needs, and a peer that speaks
+ * messages if the job has one.  Return: 0, %-ENOENT, %-EINVAL,
+ * %-ENOTCONN, %-ESTALE, %-EACCES or %-EOPNOTSUPP.  Caller holds s_mutex.
+ */
+static int kxfer_job_find_export(struct kxfer_job_build *jb)
+{
+	const struct kxfer_job *uj = jb->jb_uj;
+	struct kxfer_file *kf = jb->jb_file;
+	struct kxfer_session *s = jb->jb_sess;
+	struct kxfer_rhandle *rh, rhc;
+	struct kxfer_rexport *rx;
+	int ret;
+
+	lockdep_assert_held(&s->s_mutex);
+	/* A copy: another thread of the file may release the handle. */
+	xa_lock(&kf->kf_remotes);
+	rh = uj->remote ? xa_load(&kf->kf_remotes, uj->remote) : NULL;
+	ret = !rh ? -ENOENT : (rh->rh_sess != s ? -EINVAL : 0);
+	if (!ret)
+		rhc = *rh;
+	xa_unlock(&kf->kf_remotes);
+	if (ret)
+		return ret;
+	if (s->s_state != KXFER_PEER_UP)
+		return -ENOTCONN;
+	/*
+	 * Looked up on another connection (other keys, and a peer that
+	 * restarted may have reused the name and generation), or withdrawn.
+	 */
+	if (rhc.rh_conn_gen != s->s_conn_gen)
+		return -ESTALE;
+	rx = kxfer_rexport_find(s, rhc.rh_name);
+	if (!rx || rx->rx_gen != rhc.rh_gen)
+		return -ESTALE;
+	if (!(rx->rx_access & jb->jb_need))
+		return -EACCES;
+	/* A peer whose kxfer is older cannot take a message. */
+	if (jb->jb_msg && !(s->s_peer_features & KXFER_WIRE_F_NOTIFY_MSG))
+		return -EOPNOTSUPP;
+	jb->jb_pctx.rx = rx;
+	return 0;
+}
+
+/*
+ * Every segment non-empty and inside both the pool and the export, with
+ * overflow-safe arithmetic, and the job's bytes.  Return: 0, %-EINVAL
+ * or %-ERANGE.
+ */
+static int kxfer_job_check_ranges(struct kxfer_job_build *jb)
+{
+	const struct kxfer_plan_seg *segs = jb->jb_segs;
+	const struct kxfer_pool *pool = jb->jb_pool;	/* NULL: no segments */
+	u64 rx_len = jb->jb_pctx.rx->rx_len;
+	u64 total = 0;
+	u32 i;
+
+	for (i = 0; i < jb->jb_uj->nsegs; i++) {
+		u64 lend, rend;
+
+		if (!segs[i].len)
+			return -EINVAL;
+		if (check_add_overflow(segs[i].local_off, segs[i].len, &lend) ||
+		    lend > pool->kp_size ||
+		    check_add_overflow(segs[i].remote_off, segs[i].len, &rend) ||
+		    rend > rx_len ||
+		    check_add_overflow(total, segs[i].len, &total))
+			return -ERANGE;
+	}
+	jb->jb_total = total;
+	return 0;
+}
+
+/*
  * A CAS or FADD job: one signaled atomic WR from the 8 bytes at the
  * segment's local offset (where the old value lands) to the remote's.
  * The segment is checked already: 8 bytes, aligned, inside both sides.
+ * Return: 0, %-ERANGE, %-EINVAL or %-ENOMEM.
  */
-static int kxfer_job_build_atomic(struct kxfer_session *s,
-				  struct kxfer_pool *pool, const u64 *dma,
-				  const struct kxfer_rexport *rx,
-				  const struct kxfer_job *uj,
-				  const struct kxfer_plan_seg *seg,
-				  struct kxfer_task **out)
+static int kxfer_job_build_atomic(struct kxfer_job_build *jb)
 {
-	const struct kxfer_rmr *m = kxfer_rmr_at(rx, seg->remote_off);
+	const struct kxfer_job *uj = jb->jb_uj;
+	const struct kxfer_plan_seg *seg = &jb->jb_segs[0];
+	struct kxfer_session *s = jb->jb_sess;
+	struct kxfer_pool *pool = jb->jb_pool;
+	const struct kxfer_rmr *m = kxfer_rmr_at(jb->jb_pctx.rx,
+						 seg->remote_off);
 	const struct kxfer_chunk *c = kxfer_pool_chunk_at(pool,
 							  seg->local_off);
 	struct kxfer_job_batch *b;
@@ -163,7 +441,8 @@ static int kxfer_job_build_atomic(struct kxfer_session *s,
 		return -ENOMEM;
 	sge = (void *)(job + 1);
 	b = (void *)(sge + 1);
-	sge->addr = dma[c - pool->kp_chunks] + (seg->local_off - c->kc_off);
+	sge->addr = jb->jb_dma[c - pool->kp_chunks] +
+		    (seg->local_off - c->kc_off);
 	sge->length = 8;
 	sge->lkey = s->s_pd->local_dma_lkey;
 
@@ -197,294 +476,116 @@ static int kxfer_job_build_atomic(struct kxfer_session *s,
 	job->j_err_cqe.done = kxfer_job_wc_error;
 	atomic_set(&job->j_left, 1);
 	job->j_nparts = 1;
-	*out = job;
+	jb->jb_job = job;
 	return 0;
 }
 
 /*
- * A notification's message, and a notification alone: a WRITE without
- * a pool or segments.
+ * Plan the job (plan.c) as far as counting its WRs and SGEs, in remote
+ * order unless that could change the result.  Return: 0, %-ENOMEM,
+ * %-ERANGE (a segment over a hole between the export's MRs) or %-E2BIG.
  */
-static int kxfer_job_check_notify(const struct kxfer_job *uj)
+static int kxfer_job_plan(struct kxfer_job_build *jb)
 {
-	if (uj->flags & KXFER_JOB_NOTIFY_MSG) {
-		if (!(uj->flags & KXFER_JOB_NOTIFY) || !uj->notify_len ||
-		    uj->notify_len > KXFER_NOTIFY_MSG_MAX)
-			return -EINVAL;
-	} else if (uj->notify_len) {
-		return -EINVAL;
-	}
-	if (uj->nsegs)
-		return 0;
-	if (!(uj->flags & KXFER_JOB_NOTIFY) || uj->op != KXFER_OP_WRITE ||
-	    uj->pool || uj->segs)
-		return -EINVAL;
-	return 0;
-}
-
-/*
- * Validate one job, build its work requests and start it.  The start
- * happens under s_mutex, so that the session cannot be torn down and
- * reconnected (new PD, new remote keys) between building and posting.
- * Return: 0, or the refusal's errno; then nothing was posted.
- */
-static int kxfer_job_submit_one(struct kxfer_file *kf,
-				const struct kxfer_job *uj,
-				struct kxfer_kick *kick)
-{
-	struct kxfer_plan_ctx pctx = {};
-	struct kxfer_plan plan = {};
-	struct kxfer_plan_seg *segs = NULL, few[KXFER_FEW_SEGS];
-	const struct kxfer_plan_seg *order;
-	struct kxfer_plan_scratch *scratch = NULL;
-	bool overlap;
-	bool bare = !uj->nsegs;		/* a notification alone */
-	void *msg = NULL;
-	struct kxfer_rhandle *rh, rhc;
-	struct kxfer_session *s;
-	struct kxfer_pool *pool;
-	struct kxfer_task *job = NULL;
-	struct kxfer_gate *gate;
-	u32 i, nq, rotor, counts[KXFER_MAX_QPS] = {}, fill[KXFER_MAX_QPS] = {};
-	bool atomic = uj->op == KXFER_OP_CAS || uj->op == KXFER_OP_FADD;
-	u32 need, batch;
-	u64 wr_max;
-	bool hold;
-	unsigned long flags;
-	struct ib_rdma_wr *wrs;
-	struct ib_sge *sges;
-	struct kxfer_job_batch *batches;
-	const u64 *dma;
-	u64 total = 0;
-	size_t size;
+	struct ib_device *ibdev = jb->jb_sess->s_dev->kd_ibdev;
+	bool read = jb->jb_uj->op == KXFER_OP_READ;
+	struct kxfer_plan *plan = &jb->jb_plan;
+	u32 nsegs = jb->jb_uj->nsegs;
 	int ret;
 
-	switch (uj->op) {
-	case KXFER_OP_WRITE:
-		need = KXFER_ACCESS_WRITE;
-		break;
-	case KXFER_OP_READ:
-		need = KXFER_ACCESS_READ;
-		break;
-	case KXFER_OP_CAS:
-	case KXFER_OP_FADD:
-		need = KXFER_ACCESS_ATOMIC;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if ((uj->flags & ~KXFER_JOB_FLAGS) || uj->reserved ||
-	    kxfer_job_check_notify(uj))
-		return -EINVAL;
-	/* Operands only where the op has them. */
-	if ((!atomic && uj->compare_add) ||
-	    (uj->op != KXFER_OP_CAS && uj->swap))
-		return -EINVAL;
-	if (uj->nsegs > kxfer_max_segments || (atomic && uj->nsegs != 1))
-		return -EINVAL;
-
-	if (uj->flags & KXFER_JOB_NOTIFY_MSG) {
-		msg = memdup_user(u64_to_user_ptr(uj->notify_value),
-				  uj->notify_len);
-		if (IS_ERR(msg))
-			return PTR_ERR(msg);
-	}
-	if (bare)
-		goto handles;
-	/* A small job's segments stay on the stack. */
-	segs = uj->nsegs <= ARRAY_SIZE(few) ? few :
-	       kvmalloc_array(uj->nsegs, sizeof(*segs), GFP_KERNEL);
-	ret = -ENOMEM;
-	if (!segs)
-		goto out_segs;
-	/* struct kxfer_segment and struct kxfer_plan_seg share one layout */
-	BUILD_BUG_ON(sizeof(struct kxfer_segment) != sizeof(*segs));
-	if (copy_from_user(segs, u64_to_user_ptr(uj->segs),
-			   (size_t)uj->nsegs * sizeof(*segs))) {
-		ret = -EFAULT;
-		goto out_segs;
-	}
-	if (atomic && (segs[0].len != 8 || (segs[0].local_off & 7) ||
-		       (segs[0].remote_off & 7))) {
-		ret = -EINVAL;
-		goto out_segs;
-	}
-
-handles:
-	/* Handles: each lookup takes its own reference. */
-	xa_lock(&kf->kf_pools);
-	pool = uj->pool ? xa_load(&kf->kf_pools, uj->pool) : NULL;
-	if (pool)
-		kref_get(&pool->kp_ref);
-	xa_unlock(&kf->kf_pools);
-	if (!pool && !bare) {
-		ret = -ENOENT;
-		goto out_segs;
-	}
-	/* Counted before its memory is looked at: see upool.c's revoke. */
-	if (pool && !kxfer_pool_job_begin(pool)) {
-		kxfer_pool_put(pool);
-		ret = -ESTALE;
-		goto out_segs;
-	}
-	xa_lock(&kf->kf_peers);
-	s = uj->peer ? xa_load(&kf->kf_peers, uj->peer) : NULL;
-	if (s)
-		kxfer_session_get(s);
-	xa_unlock(&kf->kf_peers);
-	if (!s) {
-		ret = -ENOENT;
-		goto out_pool;
-	}
-	gate = kxfer_gate_get(kf, s);
-	if (!gate) {
-		ret = -ENOMEM;
-		goto out_sess;
-	}
-
-	mutex_lock(&s->s_mutex);
-	/* A copy: another thread of the file may release the handle. */
-	xa_lock(&kf->kf_remotes);
-	rh = uj->remote ? xa_load(&kf->kf_remotes, uj->remote) : NULL;
-	ret = !rh ? -ENOENT : (rh->rh_sess != s ? -EINVAL : 0);
-	if (!ret)
-		rhc = *rh;
-	xa_unlock(&kf->kf_remotes);
-	if (ret)
-		goto out_unlock;
-	ret = -ENOTCONN;
-	if (s->s_state != KXFER_PEER_UP)
-		goto out_unlock;
-	/*
-	 * Looked up on another connection (other keys, and a peer that
-	 * restarted may have reused the name and generation), or withdrawn.
-	 */
-	ret = -ESTALE;
-	if (rhc.rh_conn_gen != s->s_conn_gen)
-		goto out_unlock;
-	pctx.rx = kxfer_rexport_find(s, rhc.rh_name);
-	if (!pctx.rx || pctx.rx->rx_gen != rhc.rh_gen)
-		goto out_unlock;
-	ret = -EACCES;
-	if (!(pctx.rx->rx_access & need))
-		goto out_unlock;
-	/* A peer whose kxfer is older cannot take a message. */
-	ret = -EOPNOTSUPP;
-	if (msg && !(s->s_peer_features & KXFER_WIRE_F_NOTIFY_MSG))
-		goto out_unlock;
-
-	for (i = 0; i < uj->nsegs; i++) {
-		u64 lend, rend;
-
-		if (!segs[i].len) {
-			ret = -EINVAL;
-			goto out_unlock;
-		}
-		if (check_add_overflow(segs[i].local_off, segs[i].len, &lend) ||
-		    lend > pool->kp_size ||
-		    check_add_overflow(segs[i].remote_off, segs[i].len, &rend) ||
-		    rend > pctx.rx->rx_len ||
-		    check_add_overflow(total, segs[i].len, &total)) {
-			ret = -ERANGE;
-			goto out_unlock;
-		}
-	}
-
-	if (bare) {
-		job = kvzalloc(sizeof(*job), GFP_KERNEL);
-		ret = -ENOMEM;
-		if (!job)
-			goto out_unlock;
-		nq = 0;
-		goto ready;
-	}
-	dma = kxfer_pool_dma(pool, s->s_dev);
-	ret = -ENOMEM;
-	if (!dma)
-		goto out_unlock;
-	if (atomic) {
-		ret = kxfer_job_build_atomic(s, pool, dma, pctx.rx, uj, segs,
-					     &job);
-		if (ret)
-			goto out_unlock;
-		plan.nwr = 1;
-		nq = 1;
-		goto ready;
-	}
-
-	pctx.pool = pool;
+	jb->jb_pctx.pool = jb->jb_pool;
 	/* The QPs were made with min(max_send_sge, 32); READs need max_sge_rd. */
-	plan.max_sge = min_t(u32, s->s_dev->kd_ibdev->attrs.max_send_sge, 32);
-	if (uj->op == KXFER_OP_READ)
-		plan.max_sge = min_t(u32, plan.max_sge,
-				     s->s_dev->kd_ibdev->attrs.max_sge_rd);
-	plan.max_sge = max_t(u32, plan.max_sge, 1);
-	plan.stripe = kxfer_stripe;
-	plan.local_run = kxfer_local_run;
-	plan.remote_run = kxfer_remote_run;
-	plan.ctx = &pctx;
-	/* In remote order unless that could change the result (plan.c). */
-	order = kxfer_plan_order(segs, uj->nsegs, uj->op == KXFER_OP_READ,
-				 NULL, &overlap);
-	if (!order) {
-		scratch = kvmalloc(struct_size(scratch, segs,
-					       2 * (size_t)uj->nsegs),
-				   GFP_KERNEL);
-		ret = -ENOMEM;
-		if (!scratch)
-			goto out_unlock;
-		order = kxfer_plan_order(segs, uj->nsegs,
-					 uj->op == KXFER_OP_READ, scratch,
-					 &overlap);
+	plan->max_sge = min_t(u32, ibdev->attrs.max_send_sge, 32);
+	if (read)
+		plan->max_sge = min_t(u32, plan->max_sge,
+				      ibdev->attrs.max_sge_rd);
+	plan->max_sge = max_t(u32, plan->max_sge, 1);
+	plan->stripe = kxfer_stripe;
+	plan->local_run = kxfer_local_run;
+	plan->remote_run = kxfer_remote_run;
+	plan->ctx = &jb->jb_pctx;
+
+	jb->jb_order = kxfer_plan_order(jb->jb_segs, nsegs, read, NULL,
+					&jb->jb_overlap);
+	if (!jb->jb_order) {
+		jb->jb_scratch = kvmalloc(struct_size(jb->jb_scratch, segs,
+						      2 * (size_t)nsegs),
+					  GFP_KERNEL);
+		if (!jb->jb_scratch)
+			return -ENOMEM;
+		jb->jb_order = kxfer_plan_order(jb->jb_segs, nsegs, read,
+						jb->jb_scratch,
+						&jb->jb_overlap);
 	}
-	ret = kxfer_plan_count(&plan, order, uj->nsegs);
-	if (pctx.gap)
+	ret = kxfer_plan_count(plan, jb->jb_order, nsegs);
+	if (jb->jb_pctx.gap)
 		ret = -ERANGE;
 	/* The job's memory grows with its WRs: bound it. */
-	if (!ret && plan.nwr > KXFER_JOB_MAX_WRS)
+	if (!ret && plan->nwr > KXFER_JOB_MAX_WRS)
 		ret = -E2BIG;
-	if (ret)
-		goto out_unlock;
+	return ret;
+}
+
+/*
+ * One allocation for the job, its WRs, SGEs and batches, and the plan's
+ * WRs and SGEs behind them, sized by kxfer_job_plan()'s count.
+ * Return: 0 or %-ENOMEM.
+ */
+static int kxfer_job_alloc(struct kxfer_job_build *jb)
+{
+	struct kxfer_plan *plan = &jb->jb_plan;
+	struct kxfer_task *job;
+	u32 nbatches;
+	size_t size;
+	u64 wr_max;
 
 	/* Striped over the QPs unless the destinations overlap. */
-	nq = overlap ? 1 : s->s_nqps;
+	jb->jb_nq = jb->jb_overlap ? 1 : jb->jb_sess->s_nqps;
+	/* A WR is at most a stripe: batches of about BATCH_BYTES at most. */
+	wr_max = max_t(u64, 1, min_t(u64, jb->jb_total, plan->stripe));
+	jb->jb_batch = clamp_t(u64, KXFER_JOB_BATCH_BYTES / wr_max, 1,
+			       KXFER_JOB_BATCH);
+	nbatches = DIV_ROUND_UP(plan->nwr, jb->jb_batch) + jb->jb_nq;
 
 	size = sizeof(*job);
-	size += (size_t)plan.nwr * sizeof(*wrs);
-	size += (size_t)plan.nsge * sizeof(*sges);
-	/* A WR is at most a stripe: batches of about BATCH_BYTES at most. */
-	wr_max = max_t(u64, 1, min_t(u64, total, plan.stripe));
-	batch = clamp_t(u64, KXFER_JOB_BATCH_BYTES / wr_max, 1,
-			KXFER_JOB_BATCH);
-	size += (size_t)(DIV_ROUND_UP(plan.nwr, batch) + nq) *
-		sizeof(*batches);
-	size += (size_t)plan.nwr * sizeof(struct kxfer_plan_wr);
-	size += (size_t)plan.nsge * sizeof(struct kxfer_plan_sge);
+	size += (size_t)plan->nwr * sizeof(*jb->jb_wrs);
+	size += (size_t)plan->nsge * sizeof(*jb->jb_sges);
+	size += (size_t)nbatches * sizeof(*jb->jb_batches);
+	size += (size_t)plan->nwr * sizeof(struct kxfer_plan_wr);
+	size += (size_t)plan->nsge * sizeof(struct kxfer_plan_sge);
 	job = kvzalloc(size, GFP_KERNEL | __GFP_NOWARN);
-	ret = -ENOMEM;
 	if (!job)
-		goto out_unlock;
-	wrs = (void *)(job + 1);
-	sges = (void *)(wrs + plan.nwr);
-	batches = (void *)(sges + plan.nsge);
-	plan.wrs = (void *)(batches + DIV_ROUND_UP(plan.nwr, batch) +
-			    nq);
-	plan.wr_cap = plan.nwr;
-	plan.sges = (void *)(plan.wrs + plan.nwr);
-	plan.sge_cap = plan.nsge;
-	memset(&plan.pos, 0, sizeof(plan.pos));
-	ret = kxfer_plan_build(&plan, order, uj->nsegs);
-	if (ret || pctx.gap) {
-		ret = ret ?: -ERANGE;
-		goto out_job;
-	}
+		return -ENOMEM;
+	jb->jb_job = job;
+	jb->jb_wrs = (void *)(job + 1);
+	jb->jb_sges = (void *)(jb->jb_wrs + plan->nwr);
+	jb->jb_batches = (void *)(jb->jb_sges + plan->nsge);
+	plan->wrs = (void *)(jb->jb_batches + nbatches);
+	plan->wr_cap = plan->nwr;
+	plan->sges = (void *)(plan->wrs + plan->nwr);
+	plan->sge_cap = plan->nsge;
+	memset(&plan->pos, 0, sizeof(plan->pos));
+	return 0;
+}
 
-	/* Round-robin WRs over the QPs, starting where the last job left. */
-	rotor = s->s_rotor;
-	s->s_rotor += plan.nwr;
-	for (i = 0; i < plan.nwr; i++)
-		counts[(rotor + i) % nq]++;
-	for (i = 0; i < nq; i++) {
+/*
+ * Round-robin the WRs over the QPs, starting where the session's last
+ * job left off: each QP's share is a part of the job, its WRs one run
+ * of the job's.
+ */
+static void kxfer_job_stripe(struct kxfer_job_build *jb)
+{
+	struct kxfer_session *s = jb->jb_sess;
+	struct kxfer_task *job = jb->jb_job;
+	struct ib_rdma_wr *wrs = jb->jb_wrs;
+	u32 counts[KXFER_MAX_QPS] = {};
+	u32 i;
+
+	jb->jb_rotor = s->s_rotor;
+	s->s_rotor += jb->jb_plan.nwr;
+	for (i = 0; i < jb->jb_plan.nwr; i++)
+		counts[(jb->jb_rotor + i) % jb->jb_nq]++;
+	for (i = 0; i < jb->jb_nq; i++) {
 		struct kxfer_job_part *p = &job->j_parts[i];
 
 		p->p_wrs = wrs;
@@ -494,40 +595,75 @@ handles:
 		p->p_qp = &s->s_qps[i];
 		INIT_LIST_HEAD(&p->p_node);
 	}
-	for (i = 0; i < plan.nwr; i++) {
-		const struct kxfer_plan_wr *pw = &plan.wrs[i];
-		u32 q = (rotor + i) % nq, k;
+}
+
+/* The SGEs of a planned WR, with their DMA addresses.  Return: its bytes. */
+static u64 kxfer_job_build_sges(const struct kxfer_job_build *jb,
+				const struct kxfer_plan_wr *pw)
+{
+	const struct kxfer_pool *pool = jb->jb_pool;
+	u32 lkey = jb->jb_sess->s_pd->local_dma_lkey;
+	u64 bytes = 0;
+	u32 k;
+
+	for (k = 0; k < pw->nsge; k++) {
+		const struct kxfer_plan_sge *ps =
+			&jb->jb_plan.sges[pw->first_sge + k];
+		const struct kxfer_chunk *c =
+			kxfer_pool_chunk_at(pool, ps->local_off);
+		struct ib_sge *sge = &jb->jb_sges[pw->first_sge + k];
+
+		bytes += ps->len;
+		sge->addr = jb->jb_dma[c - pool->kp_chunks] +
+			    (ps->local_off - c->kc_off);
+		sge->length = ps->len;
+		sge->lkey = lkey;
+	}
+	return bytes;
+}
+
+/* Each planned WR, with its SGEs, in its part, in plan order. */
+static void kxfer_job_build_wrs(struct kxfer_job_build *jb)
+{
+	const struct kxfer_plan *plan = &jb->jb_plan;
+	struct kxfer_task *job = jb->jb_job;
+	enum ib_wr_opcode opcode = jb->jb_uj->op == KXFER_OP_WRITE ?
+				   IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
+	u32 fill[KXFER_MAX_QPS] = {};
+	u32 i;
+
+	for (i = 0; i < plan->nwr; i++) {
+		const struct kxfer_plan_wr *pw = &plan->wrs[i];
+		u32 q = (jb->jb_rotor + i) % jb->jb_nq;
 		struct kxfer_job_part *p = &job->j_parts[q];
-		struct ib_rdma_wr *wr = &p->p_wrs[fill[q]];
-		const struct kxfer_rmr *m = kxfer_rmr_at(pctx.rx,
+		struct ib_rdma_wr *wr = &p->p_wrs[fill[q]++];
+		const struct kxfer_rmr *m = kxfer_rmr_at(jb->jb_pctx.rx,
 							 pw->remote_off);
 
-		for (k = 0; k < pw->nsge; k++) {
-			const struct kxfer_plan_sge *ps =
-				&plan.sges[pw->first_sge + k];
-			const struct kxfer_chunk *c =
-				kxfer_pool_chunk_at(pool, ps->local_off);
-
-			p->p_bytes += ps->len;
-			sges[pw->first_sge + k].addr =
-				dma[c - pool->kp_chunks] +
-				(ps->local_off - c->kc_off);
-			sges[pw->first_sge + k].length = ps->len;
-			sges[pw->first_sge + k].lkey = s->s_pd->local_dma_lkey;
-		}
-		wr->wr.opcode = uj->op == KXFER_OP_WRITE ? IB_WR_RDMA_WRITE :
-							    IB_WR_RDMA_READ;
-		wr->wr.sg_list = &sges[pw->first_sge];
+		p->p_bytes += kxfer_job_build_sges(jb, pw);
+		wr->wr.opcode = opcode;
+		wr->wr.sg_list = &jb->jb_sges[pw->first_sge];
 		wr->wr.num_sge = pw->nsge;
 		wr->wr.wr_cqe = &job->j_err_cqe;
 		wr->remote_addr = m->rm_iova + (pw->remote_off - m->rm_off);
 		wr->rkey = m->rm_rkey;
-		fill[q]++;
 	}
+}
 
-	/* Batches: the last WR of each is signaled with the batch's CQE. */
+/*
+ * Cut each part into batches of up to jb_batch WRs, chained in order:
+ * the last WR of each is signaled with the batch's CQE, the others
+ * report only an error, to the job's sink.
+ */
+static void kxfer_job_build_batches(struct kxfer_job_build *jb)
+{
+	struct kxfer_job_batch *batches = jb->jb_batches;
+	struct kxfer_task *job = jb->jb_job;
+	u32 batch = jb->jb_batch;
+	u32 i;
+
 	job->j_err_cqe.done = kxfer_job_wc_error;
-	for (i = 0; i < nq; i++) {
+	for (i = 0; i < jb->jb_nq; i++) {
 		struct kxfer_job_part *p = &job->j_parts[i];
 		u32 w, k;
 
@@ -536,55 +672,135 @@ handles:
 		p->p_nbatches = DIV_ROUND_UP(p->p_nwr, batch);
 		batches += p->p_nbatches;
 		for (w = 0; w < p->p_nwr; w++) {
-			struct kxfer_job_batch *b =
-				&p->p_batches[w / batch];
+			struct kxfer_job_batch *b = &p->p_batches[w / batch];
+			struct ib_send_wr *wr = &p->p_wrs[w].wr;
 
 			b->b_nwr++;
-			for (k = 0; k < p->p_wrs[w].wr.num_sge; k++)
-				b->b_bytes += p->p_wrs[w].wr.sg_list[k].length;
+			for (k = 0; k < wr->num_sge; k++)
+				b->b_bytes += wr->sg_list[k].length;
 			if (w + 1 < p->p_nwr)
-				p->p_wrs[w].wr.next = &p->p_wrs[w + 1].wr;
+				wr->next = &p->p_wrs[w + 1].wr;
 			if (w + 1 == p->p_nwr || (w + 1) % batch == 0) {
 				b->b_cqe.done = kxfer_job_wc_batch;
 				b->b_part = p;
-				p->p_wrs[w].wr.wr_cqe = &b->b_cqe;
-				p->p_wrs[w].wr.send_flags = IB_SEND_SIGNALED;
+				wr->wr_cqe = &b->b_cqe;
+				wr->send_flags = IB_SEND_SIGNALED;
 			}
 		}
 		atomic_add(p->p_nbatches, &job->j_left);
 	}
-	job->j_nparts = nq;
-ready:
+	job->j_nparts = jb->jb_nq;
+}
+
+/*
+ * Make the job and its work requests: none for a notification alone,
+ * one for an atomic, else as planned, striped over the QPs and cut into
+ * batches.  Return: 0, or the refusal's errno with no job made.  Caller
+ * holds s_mutex (the session's QPs, PD and rotor).
+ */
+static int kxfer_job_make(struct kxfer_job_build *jb)
+{
+	struct kxfer_plan *plan = &jb->jb_plan;
+	int ret;
+
+	if (jb->jb_bare) {
+		jb->jb_job = kvzalloc(sizeof(*jb->jb_job), GFP_KERNEL);
+		return jb->jb_job ? 0 : -ENOMEM;
+	}
+	jb->jb_dma = kxfer_pool_dma(jb->jb_pool, jb->jb_sess->s_dev);
+	if (!jb->jb_dma)
+		return -ENOMEM;
+	if (jb->jb_atomic) {
+		plan->nwr = 1;
+		jb->jb_nq = 1;
+		return kxfer_job_build_atomic(jb);
+	}
+
+	ret = kxfer_job_plan(jb);
+	if (ret)
+		return ret;
+	ret = kxfer_job_alloc(jb);
+	if (ret)
+		return ret;
+	ret = kxfer_plan_build(plan, jb->jb_order, jb->jb_uj->nsegs);
+	if (ret || jb->jb_pctx.gap) {
+		kvfree(jb->jb_job);
+		jb->jb_job = NULL;
+		return ret ?: -ERANGE;
+	}
+	kxfer_job_stripe(jb);
+	kxfer_job_build_wrs(jb);
+	kxfer_job_build_batches(jb);
+	return 0;
+}
+
+/*
+ * What every job carries: its notification, where it goes, its file,
+ * and the message, pool, session and gate it takes over from @jb.  A
+ * lone job that is small posts with the provider's work (j_inline).
+ */
+static void kxfer_job_init(struct kxfer_job_build *jb,
+			   const struct kxfer_kick *kick)
+{
+	const struct kxfer_job *uj = jb->jb_uj;
+	const struct kxfer_rexport *rx = jb->jb_pctx.rx;
+	struct kxfer_task *job = jb->jb_job;
+	void *msg = jb->jb_msg;
+
 	INIT_LIST_HEAD(&job->j_notify_node);
 	job->j_notify = uj->flags & KXFER_JOB_NOTIFY;
 	job->j_op = uj->op;
 	job->j_notify_value = msg ? 0 : uj->notify_value;
 	job->j_msg = msg;
 	job->j_msg_len = msg ? uj->notify_len : 0;
-	job->j_rgen = pctx.rx->rx_gen;
-	memcpy(job->j_rname, pctx.rx->rx_name, sizeof(job->j_rname));
+	job->j_rgen = rx->rx_gen;
+	memcpy(job->j_rname, rx->rx_name, sizeof(job->j_rname));
 	job->j_user_data = uj->user_data;
 	job->j_submit_ns = ktime_get_ns();
-	job->j_bytes = total;
-	job->j_sess = s;
-	job->j_pool = pool;
-	kref_get(&kf->kf_ref);
-	job->j_file = kf;
-	job->j_gate = gate;
+	job->j_bytes = jb->jb_total;
+	job->j_sess = jb->jb_sess;
+	job->j_pool = jb->jb_pool;
+	kref_get(&jb->jb_file->kf_ref);
+	job->j_file = jb->jb_file;
+	job->j_gate = jb->jb_gate;
 	job->j_fence = uj->flags & KXFER_JOB_FENCE;
-	job->j_inline = !kick && plan.nwr <= KXFER_INLINE_WRS &&
-			total <= KXFER_INLINE_BYTES;
-	job->j_conn_gen = s->s_conn_gen;
+	job->j_inline = !kick && jb->jb_plan.nwr <= KXFER_INLINE_WRS &&
+			jb->jb_total <= KXFER_INLINE_BYTES;
+	job->j_conn_gen = jb->jb_sess->s_conn_gen;
 	INIT_LIST_HEAD(&job->j_held_node);
+}
+
+/* The session's counters, and the submission's tracepoint. */
+static void kxfer_job_account(const struct kxfer_job_build *jb)
+{
+	const struct kxfer_job *uj = jb->jb_uj;
+	struct kxfer_session *s = jb->jb_sess;
 
 	atomic64_inc(&s->s_stats.jobs);
-	atomic64_add(total, &s->s_stats.bytes);
+	atomic64_add(jb->jb_total, &s->s_stats.bytes);
 	atomic64_add(uj->nsegs, &s->s_stats.segs);
-	atomic64_add(plan.nwr, &s->s_stats.wrs);
+	atomic64_add(jb->jb_plan.nwr, &s->s_stats.wrs);
 	trace_job_submit(s->s_id, uj->user_data, uj->op, uj->flags, uj->nsegs,
-			 plan.nwr, nq, total);
+			 jb->jb_plan.nwr, jb->jb_nq, jb->jb_total);
+}
 
-	/* Behind a FENCE that waits, or a FENCE with jobs ahead: wait. */
+/*
+ * Start the job, or hold it behind a FENCE that waits, or as a FENCE
+ * with jobs ahead of it; either way the SUBMIT is done with the gate.
+ * A job of a SUBMIT of several waits in its QPs' backlogs for @kick,
+ * flushed first if it holds another session's, and every
+ * KXFER_KICK_JOBS jobs.  Caller holds s_mutex.
+ */
+static void kxfer_job_start_or_hold(struct kxfer_job_build *jb,
+				    struct kxfer_kick *kick)
+{
+	struct kxfer_file *kf = jb->jb_file;
+	struct kxfer_session *s = jb->jb_sess;
+	struct kxfer_gate *gate = jb->jb_gate;
+	struct kxfer_task *job = jb->jb_job;
+	unsigned long flags;
+	bool hold;
+
 	spin_lock_irqsave(&kf->kf_lock, flags);
 	hold = !list_empty(&gate->g_held) ||
 	       (job->j_fence && gate->g_inflight);
@@ -594,41 +810,81 @@ ready:
 		gate->g_inflight++;
 	kxfer_gate_unbusy_locked(gate);
 	spin_unlock_irqrestore(&kf->kf_lock, flags);
-	if (!hold && kick && kick->k_sess != s) {
+	if (hold)
+		return;
+
+	if (kick && kick->k_sess != s) {
 		/* A SUBMIT's jobs to another session: post theirs first. */
 		kxfer_kick_flush(kick);
 		kxfer_session_get(s);
 		kick->k_sess = s;
 	}
-	if (!hold)
-		kxfer_job_start(job, pctx.rx, kick);
-	if (!hold && kick && ++kick->k_jobs >= KXFER_KICK_JOBS) {
+	kxfer_job_start(job, jb->jb_pctx.rx, kick);
+	if (kick && ++kick->k_jobs >= KXFER_KICK_JOBS) {
 		kxfer_kick_flush(kick);
 		kick->k_jobs = 0;
 	}
+}
+
+/* Free what only building the job needed: its segments, the scratch. */
+static void kxfer_job_free_scratch(struct kxfer_job_build *jb)
+{
+	kvfree(jb->jb_scratch);
+	if (jb->jb_segs != jb->jb_few)
+		kvfree(jb->jb_segs);
+}
+
+/*
+ * Submit one job: check it, copy in its segments, take its handles,
+ * then, under s_mutex, find its remote export, check its ranges, make
+ * its work requests and start it or hold it.  The start happens under
+ * s_mutex, so that the session cannot be torn down and reconnected (new
+ * PD, new remote keys) between building and posting.
+ * Return: 0, or the refusal's errno; then nothing was posted.
+ */
+static int kxfer_job_submit_one(struct kxfer_file *kf,
+				const struct kxfer_job *uj,
+				struct kxfer_kick *kick)
+{
+	struct kxfer_job_build jb = { .jb_file = kf, .jb_uj = uj };
+	struct kxfer_session *s;
+	int ret;
+
+	ret = kxfer_job_check(&jb);
+	if (ret)
+		return ret;
+	ret = kxfer_job_copy_in(&jb);
+	if (ret)
+		goto out_free;
+	ret = kxfer_job_get_handles(&jb);
+	if (ret)
+		goto out_free;
+
+	s = jb.jb_sess;
+	mutex_lock(&s->s_mutex);
+	ret = kxfer_job_find_export(&jb);
+	if (ret)
+		goto out_unlock;
+	ret = kxfer_job_check_ranges(&jb);
+	if (ret)
+		goto out_unlock;
+	ret = kxfer_job_make(&jb);
+	if (ret)
+		goto out_unlock;
+	/* The job holds the message, pool, session and gate from here. */
+	kxfer_job_init(&jb, kick);
+	kxfer_job_account(&jb);
+	kxfer_job_start_or_hold(&jb, kick);
 	mutex_unlock(&s->s_mutex);
-	kvfree(scratch);
-	if (segs != few)
-		kvfree(segs);
+	kxfer_job_free_scratch(&jb);
 	return 0;
 
-out_job:
-	kvfree(job);
 out_unlock:
 	mutex_unlock(&s->s_mutex);
-	kxfer_gate_unbusy(kf, gate);
-out_sess:
-	kxfer_session_put(s);
-out_pool:
-	if (pool) {
-		kxfer_pool_job_end(pool);
-		kxfer_pool_put(pool);
-	}
-out_segs:
-	kvfree(scratch);
-	if (segs != few)
-		kvfree(segs);
-	kfree(msg);
+	kxfer_job_put_handles(&jb);
+out_free:
+	kxfer_job_free_scratch(&jb);
+	kfree(jb.jb_msg);
 	return ret;
 }
 

@@ -954,14 +954,79 @@ enum kxfer_nl_peer_fill {
 	KXFER_NL_PEER_BRIEF,
 };
 
-static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
-			      enum kxfer_nl_peer_fill how)
+/* The session's QPs that exist, each a nest with its numbers and state. */
+static int kxfer_nl_put_peer_qps(struct sk_buff *skb, struct kxfer_session *s)
+{
+	struct nlattr *nest;
+	unsigned int i;
+
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+		struct ib_qp_init_attr init;
+		struct ib_qp_attr attr = {};
+
+		if (!qp->q_id || !qp->q_id->qp)
+			continue;
+		if (ib_query_qp(qp->q_id->qp, &attr, IB_QP_STATE, &init))
+			attr.qp_state = IB_QPS_ERR;
+		nest = nla_nest_start(skb, KXFER_A_PEER_QP);
+		if (!nest ||
+		    nla_put_u32(skb, KXFER_A_QP_INDEX, i) ||
+		    nla_put_u32(skb, KXFER_A_QP_NUM, qp->q_id->qp->qp_num) ||
+		    nla_put_u32(skb, KXFER_A_QP_REMOTE_NUM, qp->q_remote_qpn) ||
+		    nla_put_u32(skb, KXFER_A_QP_STATE, attr.qp_state))
+			return -EMSGSIZE;
+		nla_nest_end(skb, nest);
+	}
+	return 0;
+}
+
+/*
+ * The exports of a session: the peer's that arrived whole, then ours that
+ * are not draining, each a nest.
+ */
+static int kxfer_nl_put_peer_exports(struct sk_buff *skb,
+				     struct kxfer_session *s)
 {
 	struct kxfer_reg *rg;
 	struct kxfer_rexport *rx;
 	struct nlattr *nest;
-	unsigned int i;
 
+	list_for_each_entry(rx, &s->s_rexports, rx_node) {
+		if (rx->rx_have != rx->rx_nmrs)
+			continue;	/* not complete yet */
+		nest = nla_nest_start(skb, KXFER_A_PEER_REMOTE_EXPORT);
+		if (!nest ||
+		    nla_put_string(skb, KXFER_A_REXP_NAME, rx->rx_name) ||
+		    nla_put_u64_64bit(skb, KXFER_A_REXP_LEN, rx->rx_len,
+				      KXFER_A_REXP_PAD) ||
+		    nla_put_u32(skb, KXFER_A_REXP_ACCESS, rx->rx_access) ||
+		    nla_put_u64_64bit(skb, KXFER_A_REXP_GEN, rx->rx_gen,
+				      KXFER_A_REXP_PAD) ||
+		    nla_put_u32(skb, KXFER_A_REXP_MRS, rx->rx_nmrs))
+			return -EMSGSIZE;
+		nla_nest_end(skb, nest);
+	}
+	list_for_each_entry(rg, &s->s_regs, rg_node) {
+		if (rg->rg_draining)
+			continue;
+		nest = nla_nest_start(skb, KXFER_A_PEER_LOCAL_EXPORT);
+		if (!nest ||
+		    nla_put_string(skb, KXFER_A_REXP_NAME, rg->rg_name) ||
+		    nla_put_u64_64bit(skb, KXFER_A_REXP_GEN, rg->rg_gen,
+				      KXFER_A_REXP_PAD) ||
+		    nla_put_u32(skb, KXFER_A_REXP_MRS, rg->rg_nmrs) ||
+		    nla_put_u64_64bit(skb, KXFER_A_REXP_MR_PAGE,
+				      1ULL << rg->rg_shift, KXFER_A_REXP_PAD))
+			return -EMSGSIZE;
+		nla_nest_end(skb, nest);
+	}
+	return 0;
+}
+
+static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
+			      enum kxfer_nl_peer_fill how)
+{
 	if (nla_put_string(skb, KXFER_A_PEER_NAME, s->s_name) ||
 	    nla_put_u32(skb, KXFER_A_PEER_ID, s->s_id) ||
 	    nla_put_u32(skb, KXFER_A_PEER_STATE, s->s_state) ||
@@ -1003,57 +1068,12 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 	     nla_put_u32(skb, KXFER_A_PEER_PORT_NUM, s->s_port_num)))
 		return -EMSGSIZE;
 
-	for (i = 0; i < s->s_nqps; i++) {
-		struct kxfer_qp *qp = &s->s_qps[i];
-		struct ib_qp_init_attr init;
-		struct ib_qp_attr attr = {};
-
-		if (!qp->q_id || !qp->q_id->qp)
-			continue;
-		if (ib_query_qp(qp->q_id->qp, &attr, IB_QP_STATE, &init))
-			attr.qp_state = IB_QPS_ERR;
-		nest = nla_nest_start(skb, KXFER_A_PEER_QP);
-		if (!nest ||
-		    nla_put_u32(skb, KXFER_A_QP_INDEX, i) ||
-		    nla_put_u32(skb, KXFER_A_QP_NUM, qp->q_id->qp->qp_num) ||
-		    nla_put_u32(skb, KXFER_A_QP_REMOTE_NUM, qp->q_remote_qpn) ||
-		    nla_put_u32(skb, KXFER_A_QP_STATE, attr.qp_state))
-			return -EMSGSIZE;
-		nla_nest_end(skb, nest);
-	}
+	if (kxfer_nl_put_peer_qps(skb, s))
+		return -EMSGSIZE;
 	if (how == KXFER_NL_PEER_BRIEF)
 		return nla_put_flag(skb, KXFER_A_PEER_EXPORTS_OMITTED) ?
 		       -EMSGSIZE : 0;
-	list_for_each_entry(rx, &s->s_rexports, rx_node) {
-		if (rx->rx_have != rx->rx_nmrs)
-			continue;	/* not complete yet */
-		nest = nla_nest_start(skb, KXFER_A_PEER_REMOTE_EXPORT);
-		if (!nest ||
-		    nla_put_string(skb, KXFER_A_REXP_NAME, rx->rx_name) ||
-		    nla_put_u64_64bit(skb, KXFER_A_REXP_LEN, rx->rx_len,
-				      KXFER_A_REXP_PAD) ||
-		    nla_put_u32(skb, KXFER_A_REXP_ACCESS, rx->rx_access) ||
-		    nla_put_u64_64bit(skb, KXFER_A_REXP_GEN, rx->rx_gen,
-				      KXFER_A_REXP_PAD) ||
-		    nla_put_u32(skb, KXFER_A_REXP_MRS, rx->rx_nmrs))
-			return -EMSGSIZE;
-		nla_nest_end(skb, nest);
-	}
-	list_for_each_entry(rg, &s->s_regs, rg_node) {
-		if (rg->rg_draining)
-			continue;
-		nest = nla_nest_start(skb, KXFER_A_PEER_LOCAL_EXPORT);
-		if (!nest ||
-		    nla_put_string(skb, KXFER_A_REXP_NAME, rg->rg_name) ||
-		    nla_put_u64_64bit(skb, KXFER_A_REXP_GEN, rg->rg_gen,
-				      KXFER_A_REXP_PAD) ||
-		    nla_put_u32(skb, KXFER_A_REXP_MRS, rg->rg_nmrs) ||
-		    nla_put_u64_64bit(skb, KXFER_A_REXP_MR_PAGE,
-				      1ULL << rg->rg_shift, KXFER_A_REXP_PAD))
-			return -EMSGSIZE;
-		nla_nest_end(skb, nest);
-	}
-	return 0;
+	return kxfer_nl_put_peer_exports(skb, s);
 }
 
 static int kxfer_nl_peer_new_doit(struct sk_buff *skb, struct genl_info *info)

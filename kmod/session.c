@@ -1498,39 +1498,23 @@ static int kxfer_half_open_admit(const struct sockaddr_storage *src,
 	return 0;
 }
 
-/**
- * kxfer_session_accept - take a QP of a session a listener received
- * @id: the new cm_id, in its CONNECT_REQUEST handler
- * @conn: its private data, already checked
- * @remote_qpn: the connecting QP's number
- * @l: the listener, whose authentication policy a new session takes
+/*
+ * The accepting session for (@node, the request's session id): the one
+ * listed, or a new one, listed, if the source may have one more
+ * half-open session (kxfer_half_open_admit()).  Takes kxfer_sess_mutex,
+ * then the session's s_mutex, and drops the first.
  *
- * Finds or makes the accepting session for (node, session id), builds
- * the QP and accepts.  Called from kxfer_accept_work, outside any
- * rdma_cm handler; takes kxfer_sess_mutex, s_mutex, then the id's
- * handler mutex (rdma_lock_handler()) to accept, the order in which a
- * connecting session takes them.
- *
- * Return: 0 (the id now belongs to the session) or a negative errno
- * (the caller refuses the request and destroys the id): %-EUSERS when
- * the source has as many half-open sessions as it may
- * (kxfer_half_open_admit()).
+ * Return: the session, its s_mutex held; ERR_PTR(%-EUSERS or %-ENOMEM).
  */
-int kxfer_session_accept(struct rdma_cm_id *id,
-			 const struct kxfer_wire_conn *conn, u32 remote_qpn,
-			 struct kxfer_listener *l)
+static struct kxfer_session *
+kxfer_session_accept_find(struct rdma_cm_id *id,
+			  const struct kxfer_wire_conn *conn, const char *node,
+			  struct kxfer_listener *l)
 {
 	u64 sid = le64_to_cpu(conn->wc_session_id);
-	unsigned int idx = conn->wc_qp_index;
-	struct kxfer_wire_accept wa = {};
-	struct rdma_conn_param param;
 	struct kxfer_session *s;
-	struct kxfer_qp *qp;
-	char node[KXFER_NAME_MAX];
-	void *pending;
 	int ret;
 
-	memcpy(node, conn->wc_node, sizeof(node));
 	mutex_lock(&kxfer_sess_mutex);
 	list_for_each_entry(s, &kxfer_sessions, s_node)
 		if (s->s_role == KXFER_PEER_ACCEPTOR && s->s_sid == sid &&
@@ -1540,13 +1524,13 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 		ret = kxfer_half_open_admit(&id->route.addr.dst_addr, node, l);
 		if (ret) {
 			mutex_unlock(&kxfer_sess_mutex);
-			return ret;
+			return ERR_PTR(ret);
 		}
 		s = kxfer_session_alloc(node, KXFER_PEER_ACCEPTOR,
 					conn->wc_qp_count, kxfer_default_depth);
 		if (!s) {
 			mutex_unlock(&kxfer_sess_mutex);
-			return -ENOMEM;
+			return ERR_PTR(-ENOMEM);
 		}
 		s->s_sid = sid;
 		s->s_incarnation = le32_to_cpu(conn->wc_incarnation);
@@ -1565,24 +1549,22 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 	}
 	mutex_lock(&s->s_mutex);
 	mutex_unlock(&kxfer_sess_mutex);
+	return s;
+}
 
-	ret = -EBUSY;
-	if (s->s_state != KXFER_PEER_CONNECTING ||
-	    conn->wc_qp_count != s->s_nqps || s->s_qps[idx].q_id)
-		goto out_unlock;
-
-	qp = &s->s_qps[idx];
-	qp->q_kind = KXFER_CM_QP;
-	qp->q_sess = s;
-	qp->q_index = idx;
-	qp->q_id = id;
-	ret = kxfer_qp_setup(s, qp);
-	if (ret)
-		goto out_undo;
-	if (idx == 0) {
-		s->s_credits = le16_to_cpu(conn->wc_recv_credits);
-		s->s_credits_max = s->s_credits;
-	}
+/*
+ * Accept @id's request for @qp, whose QP is set up: our private data,
+ * then, under the id's handler mutex, its events go to @qp.  On an
+ * error the id's context is the one it had.  Caller holds s_mutex.
+ */
+static int kxfer_session_accept_qp(struct kxfer_session *s,
+				   struct kxfer_qp *qp, struct rdma_cm_id *id,
+				   u32 remote_qpn)
+{
+	struct kxfer_wire_accept wa = {};
+	struct rdma_conn_param param;
+	void *pending;
+	int ret;
 
 	/*
 	 * Version 1's 40 bytes, then wa_features (44 bytes in all), then,
@@ -1608,6 +1590,60 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 	if (ret)
 		id->context = pending;
 	rdma_unlock_handler(id);
+	return ret;
+}
+
+/**
+ * kxfer_session_accept - take a QP of a session a listener received
+ * @id: the new cm_id, in its CONNECT_REQUEST handler
+ * @conn: its private data, already checked
+ * @remote_qpn: the connecting QP's number
+ * @l: the listener, whose authentication policy a new session takes
+ *
+ * Finds or makes the accepting session for (node, session id), builds
+ * the QP and accepts.  Called from kxfer_accept_work, outside any
+ * rdma_cm handler; takes kxfer_sess_mutex, s_mutex, then the id's
+ * handler mutex (rdma_lock_handler()) to accept, the order in which a
+ * connecting session takes them.
+ *
+ * Return: 0 (the id now belongs to the session) or a negative errno
+ * (the caller refuses the request and destroys the id): %-EUSERS when
+ * the source has as many half-open sessions as it may
+ * (kxfer_half_open_admit()).
+ */
+int kxfer_session_accept(struct rdma_cm_id *id,
+			 const struct kxfer_wire_conn *conn, u32 remote_qpn,
+			 struct kxfer_listener *l)
+{
+	unsigned int idx = conn->wc_qp_index;
+	struct kxfer_session *s;
+	struct kxfer_qp *qp;
+	char node[KXFER_NAME_MAX];
+	int ret;
+
+	memcpy(node, conn->wc_node, sizeof(node));
+	s = kxfer_session_accept_find(id, conn, node, l);
+	if (IS_ERR(s))
+		return PTR_ERR(s);
+
+	ret = -EBUSY;
+	if (s->s_state != KXFER_PEER_CONNECTING ||
+	    conn->wc_qp_count != s->s_nqps || s->s_qps[idx].q_id)
+		goto out_unlock;
+
+	qp = &s->s_qps[idx];
+	qp->q_kind = KXFER_CM_QP;
+	qp->q_sess = s;
+	qp->q_index = idx;
+	qp->q_id = id;
+	ret = kxfer_qp_setup(s, qp);
+	if (ret)
+		goto out_undo;
+	if (idx == 0) {
+		s->s_credits = le16_to_cpu(conn->wc_recv_credits);
+		s->s_credits_max = s->s_credits;
+	}
+	ret = kxfer_session_accept_qp(s, qp, id, remote_qpn);
 	if (ret)
 		goto out_undo;
 	mutex_unlock(&s->s_mutex);

@@ -94,6 +94,22 @@ int kxfer_wire_check_conn(const void *buf, unsigned int len, const char **why)
 	return 0;
 }
 
+/* An export's name in a message.  Return: 0, or -EINVAL with @why. */
+static int kxfer_wire_check_export_name(const __u8 *name, const char **why)
+{
+	if (!kxfer_wire_check_name(name))
+		return 0;
+	*why = "bad export name";
+	return -EINVAL;
+}
+
+/* A message whose length its type does not allow. */
+static int kxfer_wire_bad_len(const char **why)
+{
+	*why = "wrong length for the message type";
+	return -EINVAL;
+}
+
 static int kxfer_wire_check_export(const struct kxfer_msg_export *m,
 				   unsigned int len, const char **why)
 {
@@ -104,10 +120,8 @@ static int kxfer_wire_check_export(const struct kxfer_msg_export *m,
 		*why = "export message too short";
 		return -EINVAL;
 	}
-	if (kxfer_wire_check_name(m->me_name)) {
-		*why = "bad export name";
+	if (kxfer_wire_check_export_name(m->me_name, why))
 		return -EINVAL;
-	}
 	if (!le64_to_cpu(m->me_len)) {
 		*why = "empty export";
 		return -EINVAL;
@@ -222,25 +236,14 @@ static int kxfer_wire_check_auth(const void *buf, unsigned int len,
 		}
 		return 0;
 	}
-	*why = "wrong length for the message type";
-	return -EINVAL;
+	return kxfer_wire_bad_len(why);
 }
 
-/**
- * kxfer_wire_check - check a received control message
- * @buf: the receive buffer
- * @len: bytes received
- * @expect_seq: the sequence number the next message must carry
- * @why: set to a reason on failure
- *
- * Return: 0 if every field may be used; -EPROTO for a wrong magic or
- * version, -EBADMSG for an out-of-sequence message, -EINVAL otherwise.
- */
-int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
-		     const char **why)
+/* The header of any message: its fields, and the sequence number. */
+static int kxfer_wire_check_hdr(const struct kxfer_msg_hdr *h,
+				unsigned int len, __u32 expect_seq,
+				const char **why)
 {
-	const struct kxfer_msg_hdr *h = buf;
-
 	if (len < sizeof(*h)) {
 		*why = "message shorter than its header";
 		return -EINVAL;
@@ -269,6 +272,66 @@ int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
 		*why = "message out of sequence";
 		return -EBADMSG;
 	}
+	return 0;
+}
+
+/* A notification with its message: 1 to KXFER_NOTIFY_MSG_MAX bytes. */
+static int kxfer_wire_check_notify_msg(const struct kxfer_msg_notify_msg *nm,
+				       unsigned int len, const char **why)
+{
+	unsigned int n;
+
+	if (len < sizeof(*nm))
+		return kxfer_wire_bad_len(why);
+	n = le16_to_cpu(nm->nm_len);
+	if (!n || n > KXFER_NOTIFY_MSG_MAX || len != sizeof(*nm) + n)
+		return kxfer_wire_bad_len(why);
+	if (kxfer_wire_check_export_name(nm->nm_notify.mn_name, why))
+		return -EINVAL;
+	if (nm->nm_pad[0] || nm->nm_pad[1] || nm->nm_pad[2]) {
+		*why = "non-zero padding";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The description half of a NOTIFY by WRITE_WITH_IMM. */
+static int kxfer_wire_check_notify_desc(const struct kxfer_msg_notify_desc *nd,
+					unsigned int len, const char **why)
+{
+	if (len != sizeof(*nd))
+		return kxfer_wire_bad_len(why);
+	if (kxfer_wire_check_export_name(nd->nd_notify.mn_name, why))
+		return -EINVAL;
+	if (nd->nd_pad) {
+		*why = "non-zero padding";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/**
+ * kxfer_wire_check - check a received control message
+ * @buf: the receive buffer
+ * @len: bytes received
+ * @expect_seq: the sequence number the next message must carry
+ * @why: set to a reason on failure
+ *
+ * Return: 0 if every field may be used; -EPROTO for a wrong magic or
+ * version, -EBADMSG for an out-of-sequence message, -EINVAL otherwise.
+ */
+int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
+		     const char **why)
+{
+	const struct kxfer_msg_export_del *md = buf;
+	const struct kxfer_msg_notify *n = buf;
+	const struct kxfer_msg_hello *mo = buf;
+	const struct kxfer_msg_hdr *h = buf;
+	int ret;
+
+	ret = kxfer_wire_check_hdr(h, len, expect_seq, why);
+	if (ret)
+		return ret;
 
 	switch (h->mh_type) {
 	case KXFER_MSG_CREDIT:
@@ -284,37 +347,15 @@ int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
 	case KXFER_MSG_EXPORT_ADD:
 		return kxfer_wire_check_export(buf, len, why);
 	case KXFER_MSG_NOTIFY:
-		if (len != sizeof(struct kxfer_msg_notify))
+		if (len != sizeof(*n))
 			goto bad_len;
-		if (kxfer_wire_check_name(((const struct kxfer_msg_notify *)
-					   buf)->mn_name)) {
-			*why = "bad export name";
-			return -EINVAL;
-		}
-		return 0;
-	case KXFER_MSG_NOTIFY_MSG: {
-		const struct kxfer_msg_notify_msg *nm = buf;
-		unsigned int n;
-
-		if (len < sizeof(*nm))
-			goto bad_len;
-		n = le16_to_cpu(nm->nm_len);
-		if (!n || n > KXFER_NOTIFY_MSG_MAX || len != sizeof(*nm) + n)
-			goto bad_len;
-		if (kxfer_wire_check_name(nm->nm_notify.mn_name)) {
-			*why = "bad export name";
-			return -EINVAL;
-		}
-		if (nm->nm_pad[0] || nm->nm_pad[1] || nm->nm_pad[2]) {
-			*why = "non-zero padding";
-			return -EINVAL;
-		}
-		return 0;
-	}
+		return kxfer_wire_check_export_name(n->mn_name, why);
+	case KXFER_MSG_NOTIFY_MSG:
+		return kxfer_wire_check_notify_msg(buf, len, why);
 	case KXFER_MSG_HELLO:
-		if (len != sizeof(struct kxfer_msg_hello))
+		if (len != sizeof(*mo))
 			goto bad_len;
-		if (((const struct kxfer_msg_hello *)buf)->mo_pad) {
+		if (mo->mo_pad) {
 			*why = "non-zero padding";
 			return -EINVAL;
 		}
@@ -323,40 +364,21 @@ int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
 	case KXFER_MSG_AUTH_REPLY:
 	case KXFER_MSG_AUTH_FAIL:
 		return kxfer_wire_check_auth(buf, len, why);
-	case KXFER_MSG_NOTIFY_DESC: {
-		const struct kxfer_msg_notify_desc *nd = buf;
-
-		if (len != sizeof(*nd))
-			goto bad_len;
-		if (kxfer_wire_check_name(nd->nd_notify.mn_name)) {
-			*why = "bad export name";
-			return -EINVAL;
-		}
-		if (nd->nd_pad) {
-			*why = "non-zero padding";
-			return -EINVAL;
-		}
-		return 0;
-	}
+	case KXFER_MSG_NOTIFY_DESC:
+		return kxfer_wire_check_notify_desc(buf, len, why);
 	case KXFER_MSG_EXPORT_DEL:
 	case KXFER_MSG_EXPORT_WITHDRAW:
 	case KXFER_MSG_EXPORT_WITHDRAWN:
-		if (len != sizeof(struct kxfer_msg_export_del))
+		if (len != sizeof(*md))
 			goto bad_len;
-		if (kxfer_wire_check_name(((const struct kxfer_msg_export_del *)
-					   buf)->md_name)) {
-			*why = "bad export name";
-			return -EINVAL;
-		}
-		return 0;
+		return kxfer_wire_check_export_name(md->md_name, why);
 	default:
 		*why = "unknown message type";
 		return -EINVAL;
 	}
 
 bad_len:
-	*why = "wrong length for the message type";
-	return -EINVAL;
+	return kxfer_wire_bad_len(why);
 }
 
 /**

@@ -1371,98 +1371,93 @@ static void mode_plan(void)
 
 /* ---------------------------------------------------------------------- */
 
-int main(int argc, char **argv)
+/* One command-line option; @sizes takes -s until the mode is known. */
+static void parse_opt(int c, char **sizes)
 {
 	static const char *const op_words[] = { "write", "read", NULL };
 	static const char *const reap_words[] = { "block", "poll", NULL };
-	const char *mode;
-	char *sizes = NULL;
-	int c;
 
-	opt.ops = 1;
-	opt.reaps = 3;
-	while ((c = getopt(argc, argv, "hjp:P:e:t:o:s:q:b:w:n:m:L:T:B:G:S:C:M:r:k:")) != -1) {
-		switch (c) {
-		case 'h':
-			usage(NULL);
-			break;
-		case 'j':
-			opt.json = true;
-			break;
-		case 'p':
-			opt.peer = optarg;
-			break;
-		case 'P':
-			opt.pool = optarg;
-			break;
-		case 'e':
-			opt.export = optarg;
-			break;
-		case 't':
-			opt.secs = strtod(optarg, NULL);
-			if (!(opt.secs > 0 && opt.secs < 3600))
-				usage("bad seconds: %s", optarg);
-			break;
-		case 'o':
-			opt.ops = parse_words(optarg, op_words, "op");
-			break;
-		case 's':
-			sizes = optarg;
-			break;
-		case 'q':
-			opt.qd = parse_uint(optarg, MAX_QD);
-			break;
-		case 'b':
-			opt.batch = parse_uint(optarg, MAX_QD);
-			break;
-		case 'w':
-			opt.reap_min = parse_uint(optarg, MAX_QD);
-			break;
-		case 'k':
-			opt.layouts = optarg;
-			break;
-		case 'n':
-			opt.iters = parse_uint(optarg, 1U << 24);
-			opt.plan_segs = opt.iters;
-			opt.push_min = opt.iters;
-			break;
-		case 'm':
-			opt.reaps = parse_words(optarg, reap_words, "reap mode");
-			break;
-		case 'L':
-			opt.layers = parse_uint(optarg, 1024);
-			break;
-		case 'T':
-			opt.tokens = parse_uint(optarg, 1U << 20);
-			break;
-		case 'B':
-			opt.tok_bytes = parse_uint(optarg, 1U << 20);
-			break;
-		case 'G':
-			opt.max_sge = parse_uint(optarg, 1024);
-			break;
-		case 'S':
-			opt.stripe = parse_size(optarg);
-			break;
-		case 'C':
-			opt.chunk = parse_size(optarg);
-			break;
-		case 'M':
-			opt.mr = parse_size(optarg);
-			break;
-		case 'r':
-			opt.seed = parse_uint(optarg, UINT32_MAX);
-			if (!opt.seed)
-				usage("the seed must not be 0");
-			break;
-		default:
-			usage(NULL);
-		}
+	switch (c) {
+	case 'h':
+		usage(NULL);
+		break;
+	case 'j':
+		opt.json = true;
+		break;
+	case 'p':
+		opt.peer = optarg;
+		break;
+	case 'P':
+		opt.pool = optarg;
+		break;
+	case 'e':
+		opt.export = optarg;
+		break;
+	case 't':
+		opt.secs = strtod(optarg, NULL);
+		if (!(opt.secs > 0 && opt.secs < 3600))
+			usage("bad seconds: %s", optarg);
+		break;
+	case 'o':
+		opt.ops = parse_words(optarg, op_words, "op");
+		break;
+	case 's':
+		*sizes = optarg;
+		break;
+	case 'q':
+		opt.qd = parse_uint(optarg, MAX_QD);
+		break;
+	case 'b':
+		opt.batch = parse_uint(optarg, MAX_QD);
+		break;
+	case 'w':
+		opt.reap_min = parse_uint(optarg, MAX_QD);
+		break;
+	case 'k':
+		opt.layouts = optarg;
+		break;
+	case 'n':
+		opt.iters = parse_uint(optarg, 1U << 24);
+		opt.plan_segs = opt.iters;
+		opt.push_min = opt.iters;
+		break;
+	case 'm':
+		opt.reaps = parse_words(optarg, reap_words, "reap mode");
+		break;
+	case 'L':
+		opt.layers = parse_uint(optarg, 1024);
+		break;
+	case 'T':
+		opt.tokens = parse_uint(optarg, 1U << 20);
+		break;
+	case 'B':
+		opt.tok_bytes = parse_uint(optarg, 1U << 20);
+		break;
+	case 'G':
+		opt.max_sge = parse_uint(optarg, 1024);
+		break;
+	case 'S':
+		opt.stripe = parse_size(optarg);
+		break;
+	case 'C':
+		opt.chunk = parse_size(optarg);
+		break;
+	case 'M':
+		opt.mr = parse_size(optarg);
+		break;
+	case 'r':
+		opt.seed = parse_uint(optarg, UINT32_MAX);
+		if (!opt.seed)
+			usage("the seed must not be 0");
+		break;
+	default:
+		usage(NULL);
 	}
-	if (optind != argc - 1)
-		usage("one mode expected");
-	mode = argv[optind];
+}
 
+/* The message sizes: -s's, or the mode's default. */
+static void set_sizes(const char *mode, char *sizes)
+{
 	if (sizes) {
 		parse_sizes(sizes);
 	} else if (!strcmp(mode, "bw")) {
@@ -1474,9 +1469,11 @@ int main(int argc, char **argv)
 		opt.sizes[0] = !strcmp(mode, "rate") ? 4 * KIB : 8;
 		opt.nsizes = 1;
 	}
-	if (!opt.qd || !opt.batch || !opt.iters)
-		usage("-q, -b and -n must be at least 1");
+}
 
+/* Run the mode named on the command line. */
+static void run_mode(const char *mode)
+{
 	if (!strcmp(mode, "bw") || !strcmp(mode, "rate"))
 		mode_stream(mode);
 	else if (!strcmp(mode, "lat"))
@@ -1489,6 +1486,26 @@ int main(int argc, char **argv)
 		mode_plan();
 	else
 		usage("unknown mode: %s", mode);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode;
+	char *sizes = NULL;
+	int c;
+
+	opt.ops = 1;
+	opt.reaps = 3;
+	while ((c = getopt(argc, argv, "hjp:P:e:t:o:s:q:b:w:n:m:L:T:B:G:S:C:M:r:k:")) != -1)
+		parse_opt(c, &sizes);
+	if (optind != argc - 1)
+		usage("one mode expected");
+	mode = argv[optind];
+	set_sizes(mode, sizes);
+	if (!opt.qd || !opt.batch || !opt.iters)
+		usage("-q, -b and -n must be at least 1");
+
+	run_mode(mode);
 	print_rows();
 	if (dev.kx) {
 		kxfer_pool_detach(dev.kx, &dev.pool);

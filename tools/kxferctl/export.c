@@ -150,72 +150,113 @@ static const char *const export_add_keys[] = {
 	[EXPORT_KEY_AUTH]	= "auth",
 };
 
-static int export_add(struct kx *kx)
-{
-	const char *name, *pool = NULL, *peer = NULL;
+/* What "export add" was told. */
+struct export_add_args {
+	const char *name;
+	const char *pool;
+	const char *peer;	/* NULL: any */
 	struct kx_prefix from;
-	uint64_t offset = 0, len = 0;
-	unsigned int seen = 0;
-	uint32_t access = 0, auth = KXFER_AUTH_OPTIONAL;
-	struct nl_msg *msg;
-	int ret;
+	uint64_t offset;
+	uint64_t len;
+	uint32_t access;
+	uint32_t auth;
+	unsigned int seen;	/* bit i: export_add_keys[i] was given */
+};
 
-	ret = export_name_arg(kx, "add", &name);
-	if (ret)
-		return ret;
-
+/* The keywords after "export add NAME"; pool and access are required. */
+static int export_add_parse(struct kx *kx, struct export_add_args *a)
+{
 	while (!kx_no_arg(kx)) {
 		const char *val;
 		int key;
 
 		key = kx_next_keyword(kx, export_add_keys,
-				      ARRAY_SIZE(export_add_keys), &seen, &val);
+				      ARRAY_SIZE(export_add_keys), &a->seen, &val);
 		switch (key) {
 		case EXPORT_KEY_POOL:
 			if (kx_check_name("pool name", val, KXFER_NAME_MAX - 1))
 				return KX_EXIT_USAGE;
-			pool = val;
+			a->pool = val;
 			break;
 		case EXPORT_KEY_OFFSET:
-			if (kx_parse_size(val, &offset))
+			if (kx_parse_size(val, &a->offset))
 				return kx_usage_error("invalid offset \"%s\" (expected NUMBER[K|M|G|T])",
 						      val);
 			break;
 		case EXPORT_KEY_LEN:
-			if (kx_parse_size(val, &len))
+			if (kx_parse_size(val, &a->len))
 				return kx_usage_error("invalid len \"%s\" (expected NUMBER[K|M|G|T])",
 						      val);
 			break;
 		case EXPORT_KEY_PEER:
 			if (!strcmp(val, "any")) {
-				peer = NULL;
+				a->peer = NULL;
 				break;
 			}
 			if (kx_check_name("peer name", val, KXFER_NAME_MAX - 1))
 				return KX_EXIT_USAGE;
-			peer = val;
+			a->peer = val;
 			break;
 		case EXPORT_KEY_FROM:
-			if (kx_prefix_arg(val, &from))
+			if (kx_prefix_arg(val, &a->from))
 				return KX_EXIT_USAGE;
 			break;
 		case EXPORT_KEY_ACCESS:
-			if (kx_parse_access(val, &access))
+			if (kx_parse_access(val, &a->access))
 				return kx_usage_error("invalid access \"%s\" (expected read, write, atomic, or a comma-separated set of them)",
 						      val);
 			break;
 		case EXPORT_KEY_AUTH:
-			if (kx_parse_auth(val, &auth))
+			if (kx_parse_auth(val, &a->auth))
 				return KX_EXIT_USAGE;
 			break;
 		default:
 			return KX_EXIT_USAGE;
 		}
 	}
-	if (!pool)
+	if (!a->pool)
 		return kx_usage_error("export add: \"pool\" is required, try \"kxferctl export help\"");
-	if (!(seen & (1U << EXPORT_KEY_ACCESS)))
+	if (!(a->seen & (1U << EXPORT_KEY_ACCESS)))
 		return kx_usage_error("export add: \"access\" is required, try \"kxferctl export help\"");
+	return KX_EXIT_OK;
+}
+
+/* The EXPORT_NEW request's attributes.  Return: 0 or a negative error. */
+static int export_add_put(struct nl_msg *msg, const struct export_add_args *a)
+{
+	int ret;
+
+	ret = nla_put_string(msg, KXFER_A_EXPORT_NAME, a->name);
+	if (!ret)
+		ret = nla_put_string(msg, KXFER_A_EXPORT_POOL, a->pool);
+	/* always sent: the uapi defines no default for a missing offset */
+	if (!ret)
+		ret = nla_put_u64(msg, KXFER_A_EXPORT_OFFSET, a->offset);
+	if (!ret && (a->seen & (1U << EXPORT_KEY_LEN)))
+		ret = nla_put_u64(msg, KXFER_A_EXPORT_LEN, a->len);
+	if (!ret && a->peer)	/* "peer any": no attribute */
+		ret = nla_put_string(msg, KXFER_A_EXPORT_PEER, a->peer);
+	if (!ret)
+		ret = nla_put_u32(msg, KXFER_A_EXPORT_ACCESS, a->access);
+	if (!ret && (a->seen & (1U << EXPORT_KEY_AUTH)))
+		ret = nla_put_u32(msg, KXFER_A_EXPORT_AUTH, a->auth);
+	if (ret >= 0 && (a->seen & (1U << EXPORT_KEY_FROM)))
+		ret = kx_nl_put_prefix(msg, KXFER_A_EXPORT_FROM, &a->from);
+	return ret;
+}
+
+static int export_add(struct kx *kx)
+{
+	struct export_add_args a = { .auth = KXFER_AUTH_OPTIONAL };
+	struct nl_msg *msg;
+	int ret;
+
+	ret = export_name_arg(kx, "add", &a.name);
+	if (ret)
+		return ret;
+	ret = export_add_parse(kx, &a);
+	if (ret)
+		return ret;
 
 	ret = kx_nl_open(kx);
 	if (ret)
@@ -223,23 +264,7 @@ static int export_add(struct kx *kx)
 	msg = kx_nl_msg(kx, KXFER_CMD_EXPORT_NEW, NLM_F_ACK);
 	if (!msg)
 		return KX_EXIT_FAIL;
-
-	ret = nla_put_string(msg, KXFER_A_EXPORT_NAME, name);
-	if (!ret)
-		ret = nla_put_string(msg, KXFER_A_EXPORT_POOL, pool);
-	/* always sent: the uapi defines no default for a missing offset */
-	if (!ret)
-		ret = nla_put_u64(msg, KXFER_A_EXPORT_OFFSET, offset);
-	if (!ret && (seen & (1U << EXPORT_KEY_LEN)))
-		ret = nla_put_u64(msg, KXFER_A_EXPORT_LEN, len);
-	if (!ret && peer)	/* "peer any": no attribute */
-		ret = nla_put_string(msg, KXFER_A_EXPORT_PEER, peer);
-	if (!ret)
-		ret = nla_put_u32(msg, KXFER_A_EXPORT_ACCESS, access);
-	if (!ret && (seen & (1U << EXPORT_KEY_AUTH)))
-		ret = nla_put_u32(msg, KXFER_A_EXPORT_AUTH, auth);
-	if (ret >= 0 && (seen & (1U << EXPORT_KEY_FROM)))
-		ret = kx_nl_put_prefix(msg, KXFER_A_EXPORT_FROM, &from);
+	ret = export_add_put(msg, &a);
 	if (ret < 0) {
 		nlmsg_free(msg);
 		return kx_nl_put_failed(ret);

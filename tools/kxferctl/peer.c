@@ -454,23 +454,24 @@ static const char *const peer_add_keys[] = {
 	[PEER_KEY_CQ]		= "cq",
 };
 
-static int peer_add(struct kx *kx)
-{
-	const char *name, *key = NULL;
-	uint32_t qps = 0, depth = 0;
-	unsigned int seen = 0;
-	int poll = 0;
+/* What "peer add" was told. */
+struct peer_add_args {
+	const char *name;
+	const char *key;
 	struct kx_addr addr;
-	struct nl_msg *msg;
-	uint16_t port = 0;
-	int ret;
+	uint16_t port;
+	uint32_t qps;
+	uint32_t depth;
+	int poll;
+	unsigned int seen;	/* bit i: peer_add_keys[i] was given */
+};
 
-	ret = peer_name_arg(kx, "add", &name);
-	if (ret)
-		return ret;
+/* The address and keywords after "peer add NAME". */
+static int peer_add_parse(struct kx *kx, struct peer_add_args *a)
+{
 	if (kx_no_arg(kx))
 		return kx_usage_error("peer add: ADDR is missing, try \"kxferctl peer help\"");
-	if (kx_parse_addr(kx_argv(kx), &addr))
+	if (kx_parse_addr(kx_argv(kx), &a->addr))
 		return kx_usage_error("invalid address \"%s\" (expected an IPv4 or IPv6 address)",
 				      kx_argv(kx));
 	kx_arg_inc(kx);
@@ -480,36 +481,75 @@ static int peer_add(struct kx *kx)
 		int word;
 
 		word = kx_next_keyword(kx, peer_add_keys, ARRAY_SIZE(peer_add_keys),
-				       &seen, &val);
+				       &a->seen, &val);
 		switch (word) {
 		case PEER_KEY_PORT:
-			if (kx_parse_port(val, &port))
+			if (kx_parse_port(val, &a->port))
 				return kx_usage_error("invalid port \"%s\" (expected 1 to 65535)",
 						      val);
 			break;
 		case PEER_KEY_QPS:
-			if (kx_parse_u32(val, &qps) || !qps || qps > KXFER_MAX_QPS)
+			if (kx_parse_u32(val, &a->qps) || !a->qps ||
+			    a->qps > KXFER_MAX_QPS)
 				return kx_usage_error("invalid qps \"%s\" (expected 1 to %d)",
 						      val, KXFER_MAX_QPS);
 			break;
 		case PEER_KEY_DEPTH:
-			if (kx_parse_u32(val, &depth) || !depth)
+			if (kx_parse_u32(val, &a->depth) || !a->depth)
 				return kx_usage_error("invalid depth \"%s\" (expected a positive number)",
 						      val);
 			break;
 		case PEER_KEY_KEY:
 			if (kx_check_name("key name", val, KXFER_NAME_MAX - 1))
 				return KX_EXIT_USAGE;
-			key = val;
+			a->key = val;
 			break;
 		case PEER_KEY_CQ:
-			if (kx_parse_cq(val, &poll))
+			if (kx_parse_cq(val, &a->poll))
 				return KX_EXIT_USAGE;
 			break;
 		default:
 			return KX_EXIT_USAGE;
 		}
 	}
+	return KX_EXIT_OK;
+}
+
+/* The PEER_NEW request's attributes.  Return: 0 or a negative error. */
+static int peer_add_put(struct nl_msg *msg, const struct peer_add_args *a)
+{
+	int ret;
+
+	ret = nla_put_string(msg, KXFER_A_PEER_NAME, a->name);
+	if (!ret)
+		ret = nla_put(msg, KXFER_A_PEER_ADDR, (int)a->addr.len,
+			      a->addr.bytes);
+	/* what is not given is left to the module's defaults */
+	if (!ret && (a->seen & (1U << PEER_KEY_PORT)))
+		ret = nla_put_u16(msg, KXFER_A_PEER_PORT, a->port);
+	if (!ret && (a->seen & (1U << PEER_KEY_QPS)))
+		ret = nla_put_u32(msg, KXFER_A_PEER_QPS, a->qps);
+	if (!ret && (a->seen & (1U << PEER_KEY_DEPTH)))
+		ret = nla_put_u32(msg, KXFER_A_PEER_DEPTH, a->depth);
+	if (!ret && a->key)
+		ret = nla_put_string(msg, KXFER_A_PEER_KEY, a->key);
+	if (!ret && a->poll)
+		ret = nla_put_flag(msg, KXFER_A_PEER_POLL);
+	return ret;
+}
+
+static int peer_add(struct kx *kx)
+{
+	struct peer_add_args a = { 0 };
+	struct nl_msg *msg;
+	int ret;
+
+	ret = peer_name_arg(kx, "add", &a.name);
+	if (ret)
+		return ret;
+	ret = peer_add_parse(kx, &a);
+	if (ret)
+		return ret;
 
 	ret = kx_nl_open(kx);
 	if (ret)
@@ -517,21 +557,7 @@ static int peer_add(struct kx *kx)
 	msg = kx_nl_msg(kx, KXFER_CMD_PEER_NEW, NLM_F_ACK);
 	if (!msg)
 		return KX_EXIT_FAIL;
-
-	ret = nla_put_string(msg, KXFER_A_PEER_NAME, name);
-	if (!ret)
-		ret = nla_put(msg, KXFER_A_PEER_ADDR, (int)addr.len, addr.bytes);
-	/* what is not given is left to the module's defaults */
-	if (!ret && (seen & (1U << PEER_KEY_PORT)))
-		ret = nla_put_u16(msg, KXFER_A_PEER_PORT, port);
-	if (!ret && (seen & (1U << PEER_KEY_QPS)))
-		ret = nla_put_u32(msg, KXFER_A_PEER_QPS, qps);
-	if (!ret && (seen & (1U << PEER_KEY_DEPTH)))
-		ret = nla_put_u32(msg, KXFER_A_PEER_DEPTH, depth);
-	if (!ret && key)
-		ret = nla_put_string(msg, KXFER_A_PEER_KEY, key);
-	if (!ret && poll)
-		ret = nla_put_flag(msg, KXFER_A_PEER_POLL);
+	ret = peer_add_put(msg, &a);
 	if (ret < 0) {
 		nlmsg_free(msg);
 		return kx_nl_put_failed(ret);
