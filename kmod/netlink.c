@@ -1256,13 +1256,30 @@ static int kxfer_nl_sess_reply(struct genl_info *info, u8 cmd,
 			       const struct kxfer_nl_sess_ops *ops,
 			       struct kxfer_session *s, struct sk_buff **msg)
 {
-	size_t size = ops->size ? min_t(size_t, ops->size(s),
-					KXFER_NL_PEER_MAX) : NLMSG_GOODSIZE;
+	size_t size = ops->size ? ops->size(s) : NLMSG_GOODSIZE;
 	kxfer_nl_sess_fill_t fill = ops->fill;
+	gfp_t gfp = GFP_KERNEL;
 	void *hdr;
 
+	/* What cannot fit is not tried: the brief view at once. */
+	if (size > KXFER_NL_PEER_MAX && ops->brief) {
+		fill = ops->brief;
+		size = NLMSG_GOODSIZE;
+	}
+	/*
+	 * Past a page the buffer is a high-order allocation: one that
+	 * fails (a fragmented node) gives the brief view, not ENOMEM.
+	 */
+	if (size > NLMSG_GOODSIZE && ops->brief)
+		gfp |= __GFP_NOWARN | __GFP_RETRY_MAYFAIL;
 	for (;;) {
-		*msg = genlmsg_new(size, GFP_KERNEL);
+		*msg = genlmsg_new(min_t(size_t, size, KXFER_NL_PEER_MAX), gfp);
+		if (!*msg && fill != ops->brief && ops->brief) {
+			fill = ops->brief;
+			size = NLMSG_GOODSIZE;
+			gfp = GFP_KERNEL;
+			continue;
+		}
 		if (!*msg)
 			return -ENOMEM;
 		hdr = genlmsg_put_reply(*msg, info, &kxfer_genl_family, 0, cmd);
@@ -1276,6 +1293,7 @@ static int kxfer_nl_sess_reply(struct genl_info *info, u8 cmd,
 			return -EMSGSIZE;
 		fill = ops->brief;
 		size = NLMSG_GOODSIZE;
+		gfp = GFP_KERNEL;
 	}
 }
 
