@@ -126,8 +126,8 @@ static const char usage_text[] =
 "       xfer fence [-n ROUNDS] [-j JOBS] [-l LEN] PEER EXPORT POOL\n"
 "       xfer random PEER EXPORT POOL -s SEED -n JOBS [-m MAXSEGS]\n"
 "                [-l MAXLEN] [-b BATCH] [-t SECONDS] [-q] [-O]\n"
-"       xfer refuse [-w EXPORT_WO] [-r EXPORT_RO] [-t SECONDS]\n"
-"                PEER EXPORT POOL\n"
+"       xfer refuse [-w EXPORT_WO] [-r EXPORT_RO] [-m EXPORT_MR]\n"
+"                [-t SECONDS] PEER EXPORT POOL\n"
 "       xfer notify-wait [-n COUNT] [-t SECONDS] EXPORT\n"
 "       xfer notify-send [-n JOBS] [-l LEN] [-k SEGS] PEER EXPORT POOL\n"
 "       xfer notify-recv [-o EXPORT_OFF] [-n JOBS] [-l LEN] POOL EXPORT\n"
@@ -147,6 +147,9 @@ static const char usage_text[] =
 "-O        random: segments of one job may overlap (applied in order)\n"
 "-w, -r    refuse: a write-only (read-only) export of PEER, for the\n"
 "          READ (WRITE) access check\n"
+"-m        refuse: a writable export of PEER with a memory region\n"
+"          boundary 2 MiB from its start (mapped with 4 KiB pages), for\n"
+"          the 65536 work requests check (default: EXPORT)\n"
 "regs      POOLS pools (default 256) of LEN bytes (default 64K) of its own\n"
 "          memory, PREFIX-pNNNN, each exported whole as PREFIXNNNN: the time\n"
 "          of each POOL_USER and EXPORT_ADD and the kernel memory a pool\n"
@@ -1490,10 +1493,10 @@ static bool refuse_export(struct refuse *r, const char *name,
 
 static int cmd_refuse(int argc, char **argv)
 {
-	const char *wo = NULL, *ro = NULL;
+	const char *wo = NULL, *ro = NULL, *mo = NULL;
 	struct ctx c = { .timeout_ns = 30000000000LL };
 	struct refuse r = { .c = &c };
-	struct kxfer_remote_lookup wx = { 0 }, rox = { 0 };
+	struct kxfer_remote_lookup wx = { 0 }, rox = { 0 }, mx = { 0 };
 	struct kxfer_segment *many, atom;
 	struct kxfer_submit s;
 	struct kxfer_job job, *jobs, pair[2];
@@ -1503,10 +1506,13 @@ static int cmd_refuse(int argc, char **argv)
 	int opt, got;
 
 	opterr = 0;
-	while ((opt = getopt(argc, argv, "w:r:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "w:r:m:t:")) != -1) {
 		switch (opt) {
 		case 'w':
 			wo = optarg;
+			break;
+		case 'm':
+			mo = optarg;
 			break;
 		case 'r':
 			ro = optarg;
@@ -1613,10 +1619,17 @@ static int cmd_refuse(int argc, char **argv)
 
 	/*
 	 * More than 65536 work requests: 65535 scattered 8-byte segments,
-	 * one WR each, and one across the export's first MR boundary (MRs
-	 * are at most 512 pages, 2 MiB), which takes two.
+	 * one WR each, and one across an MR boundary 2 MiB into the export,
+	 * which takes two.  Exports map pages of up to 1 GiB now, so -m
+	 * names one that its node mapped with 4 KiB pages (512 per MR).
 	 */
-	if (n >= 65536 && c.rx.len >= (2 << 20) + 8 && c.pool.size >= 65536 * 8) {
+	mx = c.rx;
+	if (mo && (got = kxfer_remote_lookup(c.kx, c.peer, mo, &mx))) {
+		report(&r, false, "too-many-wrs", "lookup of export %s: %s", mo,
+		       errname(got));
+		mx = c.rx;
+	}
+	if (n >= 65536 && mx.len >= (2 << 20) + 8 && c.pool.size >= 65536 * 8) {
 		many = xcalloc(65536, sizeof(*many));
 		for (k = 0; k < 65535; k++) {
 			many[k].local_off = (uint64_t)k * 8;
@@ -1628,9 +1641,10 @@ static int cmd_refuse(int argc, char **argv)
 		many[65535].len = 16;
 		job = r.base;
 		job.op = KXFER_OP_WRITE;
+		job.remote = mx.handle;
 		job.segs = (uintptr_t)many;
 		job.nsegs = 65536;
-		if (c.rx.access & KXFER_ACCESS_WRITE)
+		if (mx.access & KXFER_ACCESS_WRITE)
 			check_jobs(&r, "too-many-wrs", E2BIG, &job, 1);
 		else
 			printf("skip too-many-wrs (export not writable)\n");
@@ -1719,7 +1733,7 @@ static int cmd_refuse(int argc, char **argv)
 	check_jobs(&r, "bad-segs", EFAULT, &job, 1);
 	check_jobs(&r, "bad-jobs", EFAULT, (const struct kxfer_job *)16, 1);
 
-	maxh = c.rx.handle;
+	maxh = c.rx.handle > mx.handle ? c.rx.handle : mx.handle;
 	if (wo || ro) {
 		if (wo && refuse_export(&r, "read-write-only", wo,
 					KXFER_ACCESS_READ, &wx)) {

@@ -167,11 +167,29 @@ t_seed003() {
 }
 
 # Every invalid job is refused before anything is posted, with its errno.
+# The 65536 work requests check needs an MR boundary 2 MiB into an
+# export: a maps kvmr with 4 KiB pages (512 per MR), as every export was
+# mapped before pages of up to 1 GiB.
 t_job_refusals() {
+	local p=/sys/module/kxfer/parameters mp0
+
 	if on_a; then
+		mp0=$(cat $p/mr_max_page)
+		echo 4096 >$p/mr_max_page
+		kxferctl export add kvmr pool kv offset 2M len 4M access write
+		echo "$mp0" >$p/mr_max_page
+		defer kxferctl export del kvmr
+		kxferctl -j export show kvmr | jq -c '.[0] | {mr_page, mrs}'
+		kxferctl -j export show kvmr |
+			jq -e '.[0].mr_page == 4096 and .[0].mrs == 2' >/dev/null
+		barrier jr-ready
+		barrier jr-done 300
 		return 0
 	fi
-	xfer refuse -w kvw -r kvro pa kvr local
+	barrier jr-ready
+	busywait 10000 has_rexport pa kvmr
+	xfer refuse -w kvw -r kvro -m kvmr pa kvr local
+	barrier jr-done
 }
 
 # Verified random WRITE streams, each ending with the whole export read
