@@ -248,8 +248,14 @@ t_hostile_broken_qp() {
 
 		kxferctl pool add hw size 8M
 		defer kxferctl pool del hw
+		# 3 MRs: 4 KiB pages, 512 to an MR (else one MR of 2 MiB pages)
+		local mp0
+		mp0=$(cat $p/mr_max_page)
+		echo 4096 >$p/mr_max_page
 		kxferctl export add hwe pool hw offset 0 len 6M peer evilw access read,write
+		echo "$mp0" >$p/mr_max_page
 		defer sh -c 'kxferctl export del hwe 2>/dev/null || true'
+		kxferctl -j export show hwe | jq -e '.[0].mrs == 3' >/dev/null
 		echo 600000 >$p/keepalive_timeout_ms
 		echo 20000 >$p/keepalive_ms
 		defer sh -c "echo 1000 >$p/keepalive_ms; echo $KXFER_KA_TIMEOUT_MS >$p/keepalive_timeout_ms"
