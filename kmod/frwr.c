@@ -251,7 +251,12 @@ static u64 kxfer_reg_shape(struct kxfer_session *s,
 	if (!sh->rs_dma)
 		return 0;
 
-	sh->rs_shift = kxfer_mr_shift(pool, sh->rs_dma, exp->ke_off, end);
+	/*
+	 * No larger than at export add (export show's mr_page): every
+	 * session maps it alike, whatever mr_max_page says by now.
+	 */
+	sh->rs_shift = min(kxfer_mr_shift(pool, sh->rs_dma, exp->ke_off, end),
+			   exp->ke_mr_shift);
 	/* The largest the device takes, down to the smallest page. */
 	cap = attrs->page_size_cap & GENMASK_ULL(sh->rs_shift, PAGE_SHIFT);
 	sh->rs_shift = cap ? fls64(cap) - 1 : PAGE_SHIFT;
