@@ -16,6 +16,10 @@
 #                                 requests from it, 64 regions of VRAM
 #                                 where the kernel has udmabuf (6.12),
 #                                 else DRAM (6.1)
+#   selftests/nixl/nixl_churn.py  an agent on b that comes and goes 100
+#                                 times against one on a: the kernel's
+#                                 handles, sessions, pools and exports on
+#                                 both nodes are what they were before
 #
 # with the GPU drivers' stand-in (selftests/nixl/gpu_standin.c,
 # build/nixl/standin) in LD_LIBRARY_PATH, as libcuda.so.1 and
@@ -89,7 +93,7 @@ t_completions() {
 	local log
 
 	for log in "$KXFER_OUT/logs/nixl_test.log" "$KXFER_OUT/logs/nixl_test.py.log" \
-		"$KXFER_OUT/logs/nixl_vllm.py.log"; do
+		"$KXFER_OUT/logs/nixl_vllm.py.log" "$KXFER_OUT/logs/nixl_churn.py.log"; do
 		[ -f "$log" ] || { echo "no $log"; return 1; }
 		if grep -E 'completion of unknown request|requests and [0-9]+ notifications in flight' "$log"; then
 			echo "in $log"
@@ -145,6 +149,10 @@ vllm_role=prefill
 on_a || vllm_role=decode
 ktap_nixl vllm selftests/nixl/nixl_vllm.py --role "$vllm_role" --dir "$KXFER_SHARED/nixl-vllm" \
 	--mem "$vllm_mem" --cuda-lib "$NIXL_OUT/standin/libcuda.so.1"
+churn_role=keeper
+on_a || churn_role=churn
+ktap_nixl churn selftests/nixl/nixl_churn.py --role "$churn_role" --dir "$KXFER_SHARED/nixl-churn" \
+	--rounds "${KXFER_NIXL_ROUNDS:-100}"
 ktest completions t_completions
 ktest cleanup t_cleanup
 exit 0

@@ -365,6 +365,8 @@ nixlKxferEngine::setup() {
 #ifdef KXFER_FEAT_CANCEL
     cancel_ = limits_->features & KXFER_FEAT_CANCEL;
 #endif
+    subscribe_ = limits_->features & KXFER_FEAT_EXPORT_SUBSCRIBE;
+    release_ = limits_->features & KXFER_FEAT_RELEASE;
     if (!notifyMsg_) {
         NIXL_WARN << "KXFER: the kxfer module has no notifications with a payload "
                      "(KXFER_FEAT_NOTIFY_MSG): genNotif and notifications of transfers "
@@ -405,10 +407,12 @@ nixlKxferEngine::setupMailbox() {
         ret = kxfer_export_init(&e, mailboxName_.c_str(), mailboxPool_, 0, mailboxLen_, nullptr,
                                 KXFER_ACCESS_WRITE);
     }
+    /* subscribed before any peer learns of it: nothing sent at once is lost */
     if (!ret) {
-        ret = kxfer_export_add(kx_, &e);
+        ret = subscribe_ ? kxfer_export_add_subscribe(kx_, &e, &mailboxSub_) :
+                           kxfer_export_add(kx_, &e);
     }
-    if (!ret) {
+    if (!ret && !subscribe_) {
         ret = kxfer_notify_subscribe(kx_, mailboxName_.c_str(), &mailboxSub_);
     }
     if (ret) {
@@ -597,11 +601,14 @@ nixlKxferEngine::registerMem(const nixlBlobDesc &mem,
     /* exactly the buffer's bytes, for any session that reaches us */
     ret = kxfer_export_init(&e, md->exportName.c_str(), md->pool, md->addr - md->span, md->len,
                             nullptr, KXFER_ACCESS_READ | KXFER_ACCESS_WRITE);
-    if (!ret) {
+    /* a transfer of one job carries its notification to the export, which
+     * is subscribed to before any peer can send one */
+    if (!ret && notifyMsg_ && subscribe_) {
+        ret = kxfer_export_add_subscribe(kx_, &e, &md->sub);
+    } else if (!ret) {
         ret = kxfer_export_add(kx_, &e);
     }
-    /* a transfer of one job carries its notification to the export */
-    if (!ret && notifyMsg_) {
+    if (!ret && notifyMsg_ && !subscribe_) {
         ret = kxfer_notify_subscribe(kx_, md->exportName.c_str(), &md->sub);
     }
     if (ret) {
@@ -713,11 +720,47 @@ nixlKxferEngine::loadRemoteConnInfo(const std::string &remote_agent,
                    << " is not 1.." << KXFER_NAME_MAX - 1 << " characters";
         return NIXL_ERR_INVALID_PARAM;
     }
+    /* new metadata of an agent already known: the old handles go */
+    const auto old = agents_.find(remote_agent);
+    if (old != agents_.end()) {
+        forgetAgentLocked(*old->second);
+    }
     agents_[remote_agent] = ra;
     /* the session may not be there yet: connect() or the first transfer
      * says so */
     (void)connectLocked(*ra, true);
     return NIXL_SUCCESS;
+}
+
+/*
+ * Handles go back to the kernel once nothing here names them (a remote
+ * handle holds its session; a long-lived agent meets many others).  A
+ * module without KXFER_FEAT_RELEASE keeps them until the file closes.
+ */
+void
+nixlKxferEngine::dropPeerLocked(uint32_t &handle) const {
+    if (handle && release_) {
+        (void)kxfer_peer_release(kx_, handle);
+    }
+    handle = 0;
+}
+
+void
+nixlKxferEngine::dropRemoteLocked(uint32_t &handle) const {
+    if (handle && release_) {
+        (void)kxfer_remote_release(kx_, handle);
+    }
+    handle = 0;
+}
+
+/* The agent's own handles: its session's and its mailbox's (the handles
+ * of its buffers go with their metadata, unloadMD()). */
+void
+nixlKxferEngine::forgetAgentLocked(RemoteAgent &ra) const {
+    dropRemoteLocked(ra.mailboxHandle);
+    ra.mailboxPeer = 0;
+    dropPeerLocked(ra.peer);
+    ra.gone = true;
 }
 
 /*
@@ -732,6 +775,10 @@ nixlKxferEngine::connectLocked(RemoteAgent &ra, bool quiet) const {
 
     if (ra.peer) {
         return NIXL_SUCCESS;
+    }
+    if (ra.gone) {
+        NIXL_ERROR << "KXFER: agent " << ra.name << " was disconnected";
+        return NIXL_ERR_NOT_FOUND;
     }
     ret = kxfer_peer_lookup(kx_, ra.session.c_str(), &handle, &state);
     if (ret == -ENOENT && quiet) {
@@ -771,12 +818,16 @@ nixlKxferEngine::connect(const std::string &remote_agent) {
     return connectLocked(*it->second, false);
 }
 
-/* The session stays the administrator's; the agent is forgotten. */
+/* The session stays; the agent is forgotten, its handles given back. */
 nixl_status_t
 nixlKxferEngine::disconnect(const std::string &remote_agent) {
     std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = agents_.find(remote_agent);
 
-    agents_.erase(remote_agent);
+    if (it != agents_.end()) {
+        forgetAgentLocked(*it->second);
+        agents_.erase(it);
+    }
     return NIXL_SUCCESS;
 }
 
@@ -824,9 +875,12 @@ nixlKxferEngine::loadRemoteMD(const nixlBlobDesc &input,
 nixl_status_t
 nixlKxferEngine::unloadMD(nixlBackendMD *input) {
     std::lock_guard<std::mutex> lock(mutex_);
+    auto *rmd = static_cast<RemoteMD *>(input);
 
-    /* kxfer has no call to drop a remote handle; it ends with the file */
-    delete static_cast<RemoteMD *>(input);
+    if (rmd) {
+        dropRemoteLocked(rmd->handle);
+    }
+    delete rmd;
     return NIXL_SUCCESS;
 }
 
@@ -889,6 +943,7 @@ nixlKxferEngine::resolveLocked(RemoteMD &rmd, bool wait) const {
     if (rmd.handle && rmd.peer == ra.peer) {
         return NIXL_SUCCESS;
     }
+    dropRemoteLocked(rmd.handle);
     status = lookupExportLocked(ra, rmd.exportName, rmd.len, wait, rmd.handle);
     rmd.peer = status == NIXL_SUCCESS ? ra.peer : 0;
     return status;
@@ -905,6 +960,7 @@ nixlKxferEngine::resolveMailboxLocked(RemoteAgent &ra, bool wait) const {
     if (ra.mailboxHandle && ra.mailboxPeer == ra.peer) {
         return NIXL_SUCCESS;
     }
+    dropRemoteLocked(ra.mailboxHandle);
     status = lookupExportLocked(ra, ra.mailbox, 0, wait, ra.mailboxHandle);
     ra.mailboxPeer = status == NIXL_SUCCESS ? ra.peer : 0;
     return status;
@@ -933,14 +989,12 @@ nixlKxferEngine::agentAliveLocked(RemoteAgent &ra) const {
         int ret;
 
         if (ra.peer && !kxfer_remote_lookup(kx_, ra.peer, ra.mailbox.c_str(), &rl)) {
+            dropRemoteLocked(ra.mailboxHandle);
             ra.mailboxHandle = rl.handle;
             ra.mailboxPeer = ra.peer;
             return true;
         }
-        /*
-         * Each lookup makes a peer handle, which kxfer never takes back:
-         * once, and then once a second while the session is not up.
-         */
+        /* the session again: once, then once a second while it is not up */
         if (now >= nextPeer) {
             ret = kxfer_peer_lookup(kx_, ra.session.c_str(), &handle, &state);
             if (ret) {
@@ -948,6 +1002,7 @@ nixlKxferEngine::agentAliveLocked(RemoteAgent &ra) const {
                            << ra.session << "' is gone (" << errStr(ret) << ")";
                 return false;
             }
+            dropPeerLocked(ra.peer);
             ra.peer = handle;
             nextPeer = state == KXFER_PEER_UP ? start + std::chrono::hours(1) :
                                                 now + std::chrono::seconds(1);
@@ -982,7 +1037,7 @@ nixlKxferEngine::failureStatusLocked(RemoteAgent &ra,
         return NIXL_ERR_REMOTE_DISCONNECT;
     }
     for (RemoteMD *rmd : rmds) {
-        rmd->handle = 0;
+        dropRemoteLocked(rmd->handle);
         if (resolveLocked(*rmd, false) == NIXL_ERR_NOT_FOUND) {
             NIXL_ERROR << "KXFER: agent " << ra.name << " deregistered the buffer of export "
                        << rmd->exportName;
@@ -1175,7 +1230,15 @@ nixlKxferEngine::submitLocked(XferState &st) const {
 
     while (st.submitted < st.jobs.size()) {
         unsigned int accepted = 0;
-        int ret = kxfer_submit(kx_, &st.jobs[st.submitted], st.jobs.size() - st.submitted,
+        int ret;
+
+        /* the handles of now: one given back meanwhile may name another */
+        for (size_t i = st.submitted; i < st.jobs.size(); i++) {
+            st.jobs[i].peer = ra.peer;
+            st.jobs[i].remote =
+                i < st.plans.size() ? st.plans[i].rmd->handle : ra.mailboxHandle;
+        }
+        ret = kxfer_submit(kx_, &st.jobs[st.submitted], st.jobs.size() - st.submitted,
                                &accepted);
 
         st.submitted += accepted;
@@ -1195,8 +1258,11 @@ nixlKxferEngine::submitLocked(XferState &st) const {
             bool ok = agentAliveLocked(ra);
 
             st.retried = true;
-            if (ok && ret != -ENOTCONN && st.submitted < st.plans.size()) {
-                st.plans[st.submitted].rmd->handle = 0;
+            /* ESTALE: withdrawn, or the session reconnected, which makes
+             * every remote handle of it stale: look them all up again (the
+             * mailbox's was, by agentAliveLocked()) */
+            for (size_t i = st.submitted; ok && ret != -ENOTCONN && i < st.plans.size(); i++) {
+                dropRemoteLocked(st.plans[i].rmd->handle);
             }
             for (size_t i = st.submitted; ok && i < st.jobs.size(); i++) {
                 if (i < st.plans.size()) {

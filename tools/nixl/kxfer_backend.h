@@ -85,6 +85,7 @@ struct RemoteAgent {
     uint32_t peer = 0; /* kxfer_peer_lookup() handle, 0: not connected */
     uint32_t mailboxHandle = 0; /* remote handle of @mailbox on @peer */
     uint32_t mailboxPeer = 0;
+    bool gone = false; /* disconnected: its handles are given back */
 };
 
 /*
@@ -179,6 +180,8 @@ private:
     const struct kxfer_query *limits_ = nullptr;
     bool notifyMsg_ = false; /* the module has KXFER_FEAT_NOTIFY_MSG */
     bool cancel_ = false; /* the module has KXFER_FEAT_CANCEL */
+    bool subscribe_ = false; /* KXFER_FEAT_EXPORT_SUBSCRIBE */
+    bool release_ = false; /* KXFER_FEAT_RELEASE: handles are given back */
     uint32_t maxNotifyLen_ = 0;
     std::string prefix_; /* of the pool and export names this agent makes */
     mutable uint64_t nextName_ = 0;
@@ -232,6 +235,12 @@ private:
     std::string
     peerAddCommand(const RemoteAgent &ra) const;
 
+    void
+    dropPeerLocked(uint32_t &handle) const;
+    void
+    dropRemoteLocked(uint32_t &handle) const;
+    void
+    forgetAgentLocked(RemoteAgent &ra) const;
     nixl_status_t
     connectLocked(RemoteAgent &ra, bool quiet) const;
     nixl_status_t
