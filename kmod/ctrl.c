@@ -402,7 +402,62 @@ static void kxfer_rexport_free(struct kxfer_session *s,
 {
 	s->s_rexport_mrs -= rx->rx_nmrs;
 	kvfree(rx->rx_mrs);
-	kfree(rx);
+	kfree_sensitive(rx);	/* its token */
+}
+
+/*
+ * EXPORT_TOKEN: kept for the EXPORT_ADD that starts its export, the next
+ * export message; only from a peer that agreed on KXFER_WIRE_F_TOKEN.
+ * Like any other malformed message, one out of place ends the session.
+ */
+static int kxfer_rexport_token(struct kxfer_session *s,
+			       const struct kxfer_msg_export_token *m,
+			       const char **why)
+{
+	if (!(s->s_peer_features & KXFER_WIRE_F_TOKEN)) {
+		*why = "export token, which was not agreed on";
+		return -EPROTO;
+	}
+	if (s->s_token_pending) {
+		*why = "export token without its export";
+		return -EPROTO;
+	}
+	memcpy(&s->s_token, m, sizeof(*m));
+	s->s_token_pending = true;
+	return 0;
+}
+
+/*
+ * Whether an export message @m may follow what came before: a token
+ * pending is for the start (me_first 0) of the export of its name and
+ * generation, and for nothing else.
+ */
+static int kxfer_rexport_token_check(struct kxfer_session *s,
+				     const struct kxfer_msg_export *m,
+				     unsigned int first, const char **why)
+{
+	if (!s->s_token_pending)
+		return 0;
+	if (first || strcmp(s->s_token.mt_name, m->me_name) ||
+	    s->s_token.mt_gen != m->me_gen) {
+		s->s_token_pending = false;
+		memzero_explicit(&s->s_token, sizeof(s->s_token));
+		*why = "export token without its export";
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* The pending token, checked by kxfer_rexport_token_check(), to @rx. */
+static void kxfer_rexport_take_token(struct kxfer_session *s,
+				     struct kxfer_rexport *rx)
+{
+	if (!s->s_token_pending)
+		return;
+	s->s_token_pending = false;
+	rx->rx_scoped = true;
+	memcpy(rx->rx_token, s->s_token.mt_token, sizeof(rx->rx_token));
+	memzero_explicit(&s->s_token, sizeof(s->s_token));
 }
 
 /* Tell the exporter that nothing of ours to an export is left in flight. */
@@ -501,7 +556,11 @@ static int kxfer_rexport_add(struct kxfer_session *s,
 	u64 gen = le64_to_cpu(m->me_gen);
 	struct kxfer_rexport *rx;
 	unsigned int i;
+	int ret;
 
+	ret = kxfer_rexport_token_check(s, m, first, why);
+	if (ret)
+		return ret;
 	list_for_each_entry(rx, &s->s_rexports, rx_node)
 		if (!strcmp(rx->rx_name, m->me_name))
 			break;
@@ -536,6 +595,7 @@ static int kxfer_rexport_add(struct kxfer_session *s,
 		rx->rx_nmrs = nmrs;
 		s->s_rexport_mrs += nmrs;
 		list_add_tail(&rx->rx_node, &s->s_rexports);
+		kxfer_rexport_take_token(s, rx);
 	} else if (!rx || rx->rx_gen != gen || rx->rx_nmrs != nmrs ||
 		   rx->rx_have != first ||
 		   rx->rx_len != le64_to_cpu(m->me_len)) {
@@ -597,6 +657,8 @@ void kxfer_rexports_clear(struct kxfer_session *s)
 		kxfer_rexport_free(s, rx);
 	}
 	s->s_rexport_mrs = 0;
+	s->s_token_pending = false;
+	memzero_explicit(&s->s_token, sizeof(s->s_token));
 }
 
 /*
@@ -692,6 +754,13 @@ static int kxfer_ctrl_hello(struct kxfer_session *s,
 	s->s_got_hello = true;
 	s->s_peer_features = kxfer_wire_features &
 			     le32_to_cpu(mo->mo_features);
+	/*
+	 * A sync that ran before it came passed over the exports that need
+	 * a feature (a token's, more than 4096 regions): the session's work
+	 * looks again once this is applied.
+	 */
+	if (s->s_peer_features)
+		set_bit(KXFER_SE_REGS, &s->s_events);
 	return 0;
 }
 
@@ -783,6 +852,8 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 		return 0;
 	case KXFER_MSG_EXPORT_WITHDRAWN:
 		return kxfer_reg_withdrawn(s, buf, why);
+	case KXFER_MSG_EXPORT_TOKEN:
+		return kxfer_rexport_token(s, buf, why);
 	case KXFER_MSG_NOTIFY:
 		kxfer_notify_recv(s, buf, NULL, 0);
 		return 0;

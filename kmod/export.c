@@ -66,6 +66,10 @@ kxfer_export_alloc(const struct kxfer_export_args *args)
 	}
 	exp->ke_access = args->access;
 	exp->ke_auth = args->auth;
+	if (args->token) {
+		exp->ke_scoped = true;
+		memcpy(exp->ke_token, args->token, sizeof(exp->ke_token));
+	}
 	kref_init(&exp->ke_ref);
 	exp->ke_file = args->file;
 	if (args->file)
@@ -208,7 +212,7 @@ int kxfer_export_create(struct kxfer_export_args *args,
 
 out_unlock:
 	mutex_unlock(&kxfer_obj_mutex);
-	kfree(exp);
+	kfree_sensitive(exp);
 	return ret;
 }
 
@@ -228,7 +232,7 @@ static void kxfer_export_release(struct kref *ref)
 						ke_ref);
 
 	kxfer_pool_put(exp->ke_pool);
-	kfree(exp);
+	kfree_sensitive(exp);	/* its token */
 }
 
 /**

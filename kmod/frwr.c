@@ -45,6 +45,9 @@ static void kxfer_mr_wc_done(struct ib_cq *cq, struct ib_wc *wc)
 static bool kxfer_export_matches(struct kxfer_session *s,
 				 struct kxfer_export *exp)
 {
+	/* A peer that cannot check the token would give it to anyone. */
+	if (exp->ke_scoped && !(s->s_peer_features & KXFER_WIRE_F_TOKEN))
+		return false;
 	if (exp->ke_peer[0] && strcmp(exp->ke_peer, s->s_name))
 		return false;
 	if (exp->ke_auth == KXFER_AUTH_REQUIRED &&
@@ -367,6 +370,20 @@ out_free:
 	return ERR_PTR(ret);
 }
 
+/* A scoped export's token, right before its first EXPORT_ADD. */
+static void kxfer_reg_advertise_token(struct kxfer_session *s,
+				      struct kxfer_reg *rg)
+{
+	struct kxfer_msg_export_token t = {};
+
+	strscpy(t.mt_name, rg->rg_export->ke_name, sizeof(t.mt_name));
+	t.mt_gen = cpu_to_le64(rg->rg_gen);
+	memcpy(t.mt_token, rg->rg_export->ke_token, sizeof(t.mt_token));
+	kxfer_ctrl_send(s, KXFER_MSG_EXPORT_TOKEN, t.mt_name,
+			sizeof(t) - sizeof(t.mt_hdr));
+	memzero_explicit(&t, sizeof(t));
+}
+
 /* Tell the peer about a registered export, as many messages as it takes. */
 static void kxfer_reg_advertise(struct kxfer_session *s, struct kxfer_reg *rg)
 {
@@ -380,6 +397,8 @@ static void kxfer_reg_advertise(struct kxfer_session *s, struct kxfer_reg *rg)
 		kxfer_session_fail(s, -ENOMEM, "out of memory for a message");
 		return;
 	}
+	if (exp->ke_scoped)
+		kxfer_reg_advertise_token(s, rg);
 	for (first = 0; first < rg->rg_nmrs; first += count) {
 		count = min_t(unsigned int, rg->rg_nmrs - first,
 			      KXFER_WIRE_MRS_PER_MSG);

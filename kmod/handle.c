@@ -4,6 +4,7 @@
  */
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <crypto/algapi.h>
 
 #include "kxfer.h"
 
@@ -75,13 +76,29 @@ long kxfer_ioc_peer_lookup(struct kxfer_file *kf, void __user *uarg)
 	return 0;
 }
 
+/*
+ * Whether a lookup that presents @token (or none, %NULL) may find @rx:
+ * an export made with a token only with that token, compared in
+ * constant time; one made without, only without.
+ */
+static bool kxfer_rexport_token_ok(const struct kxfer_rexport *rx,
+				   const u8 *token)
+{
+	if (!rx->rx_scoped || !token)
+		return !rx->rx_scoped && !token;
+	return !crypto_memneq(rx->rx_token, token, KXFER_TOKEN_LEN);
+}
+
 /**
  * kxfer_ioc_remote_lookup - KXFER_IOC_REMOTE_LOOKUP
  * @kf: the file
  * @uarg: struct kxfer_remote_lookup in user memory
  *
- * Return: 0, %-EINVAL, %-EFAULT, %-ENOENT (no such peer handle or export),
- * %-EMFILE.  May sleep.
+ * A capability-scoped export that is not asked for with its token is
+ * answered as a name the peer never advertised.
+ *
+ * Return: 0, %-EINVAL, %-EFAULT, %-ENOENT (no such peer handle, or no
+ * such export for the token given), %-EMFILE.  May sleep.
  */
 long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg)
 {
@@ -89,12 +106,16 @@ long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg)
 	struct kxfer_rhandle *rh;
 	struct kxfer_rexport *rx;
 	struct kxfer_session *s;
+	bool has_token;
 	u32 handle;
 	int ret;
 
 	if (copy_from_user(&rl, uarg, sizeof(rl)))
 		return -EFAULT;
-	if (rl.flags || !kxfer_zero(rl.reserved, sizeof(rl.reserved)) ||
+	has_token = rl.flags & KXFER_LOOKUP_TOKEN;
+	/* A token is all zeros only when there is none. */
+	if ((rl.flags & ~KXFER_LOOKUP_TOKEN) ||
+	    kxfer_zero(rl.token, sizeof(rl.token)) == has_token ||
 	    !rl.name[0] || !memchr(rl.name, '\0', sizeof(rl.name)))
 		return -EINVAL;
 	xa_lock(&kf->kf_peers);
@@ -111,6 +132,8 @@ long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg)
 		goto out_put;
 	mutex_lock(&s->s_mutex);
 	rx = kxfer_rexport_find(s, rl.name);
+	if (rx && !kxfer_rexport_token_ok(rx, has_token ? rl.token : NULL))
+		rx = NULL;	/* as if there were no such name */
 	if (rx) {
 		rh->rh_gen = rx->rx_gen;
 		rh->rh_len = rx->rx_len;
@@ -119,6 +142,8 @@ long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg)
 		rh->rh_conn_gen = s->s_conn_gen;
 	}
 	mutex_unlock(&s->s_mutex);
+	/* The caller's own, but kept no longer than needed. */
+	memzero_explicit(rl.token, sizeof(rl.token));
 	ret = -ENOENT;
 	if (!rx)
 		goto out_free;

@@ -231,6 +231,9 @@ struct kxfer_prefix {
  *	only, whose name was proven if @ke_peer names one
  * @ke_ref: the namespace (or its withdrawer) and every session whose peer
  *	still drains it; the last frees it and drops the pool
+ * @ke_scoped: capability-scoped (KXFER_EXPORT_TOKEN): advertised only to
+ *	peers that speak KXFER_WIRE_F_TOKEN, with @ke_token, which is never
+ *	shown; the export is freed with kfree_sensitive()
  */
 struct kxfer_export {
 	struct list_head	ke_node;
@@ -248,6 +251,8 @@ struct kxfer_export {
 	u32			ke_auth;
 	unsigned int		ke_mr_shift;	/* the largest MR page allowed */
 	struct kref		ke_ref;
+	bool			ke_scoped;
+	u8			ke_token[KXFER_TOKEN_LEN];
 };
 
 /*
@@ -277,6 +282,8 @@ enum kxfer_withdraw_how {
  *	before any session learns of the export, or %NULL; the caller frees
  *	it unless the export was made
  * @sub_handle: with @sub, its handle, out
+ * @token: KXFER_TOKEN_LEN bytes: the export is capability-scoped; or
+ *	%NULL
  */
 struct kxfer_export_args {
 	const char			*name;
@@ -290,6 +297,7 @@ struct kxfer_export_args {
 	u32				auth;
 	struct kxfer_sub		*sub;
 	u32				sub_handle;
+	const u8			*token;
 };
 
 extern struct mutex kxfer_obj_mutex;
@@ -612,11 +620,16 @@ struct kxfer_rmr {
  *	on it and not yet ended; whoever drops it to 0 says so to s_work
  * @rx_answer: withdrawn by EXPORT_WITHDRAW: answer EXPORT_WITHDRAWN once
  *	@rx_jobs is 0 (not after EXPORT_DEL, nor when replaced)
+ *
+ * Freed with kfree_sensitive(): a scoped one holds its token.
  */
 struct kxfer_rexport {
 	struct list_head	rx_node;
 	atomic_t		rx_jobs;
 	bool			rx_answer;
+	/* capability-scoped: found only with @rx_token (KXFER_LOOKUP_TOKEN) */
+	bool			rx_scoped;
+	u8			rx_token[KXFER_TOKEN_LEN];
 	char			rx_name[KXFER_NAME_MAX];
 	u64			rx_len;
 	u64			rx_gen;
@@ -765,6 +778,9 @@ struct kxfer_session {
 	unsigned int		s_drains;	/* of s_regs, rg_draining */
 	struct list_head	s_rexports;
 	struct list_head	s_rx_draining;	/* withdrawn, jobs in flight */
+	/* an EXPORT_TOKEN, for the EXPORT_ADD that follows it (s_mutex) */
+	struct kxfer_msg_export_token s_token;
+	bool			s_token_pending;
 	unsigned int		s_rexport_mrs;	/* MR entries of s_rexports */
 	struct kxfer_ctrl_msg	*s_ka_ack;	/* a KEEPALIVE_ACK queued */
 	struct list_head	s_notifyq;	/* NOTIFY jobs, under s_lock */

@@ -577,7 +577,8 @@ static int kxfer_nl_fill_export(struct sk_buff *skb, struct kxfer_export *exp,
 				     (u64)KXFER_MR_MAX_PAGES <<
 				     exp->ke_mr_shift)) ||
 	    (exp->ke_file &&
-	     nla_put_u32(skb, KXFER_A_EXPORT_PID, exp->ke_pid)))
+	     nla_put_u32(skb, KXFER_A_EXPORT_PID, exp->ke_pid)) ||
+	    (exp->ke_scoped && nla_put_flag(skb, KXFER_A_EXPORT_SCOPED)))
 		return -EMSGSIZE;
 	if (exp->ke_has_from &&
 	    kxfer_nl_put_prefix(skb, KXFER_A_EXPORT_FROM, &exp->ke_from))
@@ -993,8 +994,9 @@ static int kxfer_nl_put_peer_exports(struct sk_buff *skb,
 	struct nlattr *nest;
 
 	list_for_each_entry(rx, &s->s_rexports, rx_node) {
-		if (rx->rx_have != rx->rx_nmrs)
-			continue;	/* not complete yet */
+		/* not complete yet, or capability-scoped */
+		if (rx->rx_have != rx->rx_nmrs || rx->rx_scoped)
+			continue;
 		nest = nla_nest_start(skb, KXFER_A_PEER_REMOTE_EXPORT);
 		if (!nest ||
 		    nla_put_string(skb, KXFER_A_REXP_NAME, rx->rx_name) ||
@@ -1027,6 +1029,9 @@ static int kxfer_nl_put_peer_exports(struct sk_buff *skb,
 static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 			      enum kxfer_nl_peer_fill how)
 {
+	struct kxfer_rexport *rx;
+	unsigned int scoped = 0;
+
 	if (nla_put_string(skb, KXFER_A_PEER_NAME, s->s_name) ||
 	    nla_put_u32(skb, KXFER_A_PEER_ID, s->s_id) ||
 	    nla_put_u32(skb, KXFER_A_PEER_STATE, s->s_state) ||
@@ -1069,6 +1074,12 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 		return -EMSGSIZE;
 
 	if (kxfer_nl_put_peer_qps(skb, s))
+		return -EMSGSIZE;
+	/* Their names are for those their owner gave the token to. */
+	list_for_each_entry(rx, &s->s_rexports, rx_node)
+		if (rx->rx_scoped && rx->rx_have == rx->rx_nmrs)
+			scoped++;
+	if (nla_put_u32(skb, KXFER_A_PEER_REMOTE_SCOPED, scoped))
 		return -EMSGSIZE;
 	if (how == KXFER_NL_PEER_BRIEF)
 		return nla_put_flag(skb, KXFER_A_PEER_EXPORTS_OMITTED) ?

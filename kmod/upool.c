@@ -727,8 +727,10 @@ long kxfer_ioc_export_add(struct kxfer_file *kf, void __user *uarg)
 
 	if (copy_from_user(&a, uarg, sizeof(a)))
 		return -EFAULT;
-	if ((a.flags & ~KXFER_EXPORT_SUBSCRIBE) || a.pad ||
-	    !kxfer_upool_zero(a.reserved, sizeof(a.reserved)) ||
+	/* A token is all zeros only when there is none. */
+	if ((a.flags & ~(KXFER_EXPORT_SUBSCRIBE | KXFER_EXPORT_TOKEN)) ||
+	    a.pad || kxfer_upool_zero(a.token, sizeof(a.token)) ==
+		     !!(a.flags & KXFER_EXPORT_TOKEN) ||
 	    !kxfer_name_valid(a.name) ||
 	    (a.peer[0] && !kxfer_name_valid(a.peer)))
 		return -EINVAL;
@@ -756,6 +758,8 @@ long kxfer_ioc_export_add(struct kxfer_file *kf, void __user *uarg)
 		args.from = a.from_family ? &from : NULL;
 		args.access = a.access;
 		args.file = kf;
+		if (a.flags & KXFER_EXPORT_TOKEN)
+			args.token = a.token;
 		ret = -ENOMEM;
 		if (a.flags & KXFER_EXPORT_SUBSCRIBE)
 			args.sub = kxfer_sub_alloc(kf, a.name);
@@ -768,6 +772,7 @@ long kxfer_ioc_export_add(struct kxfer_file *kf, void __user *uarg)
 			kxfer_sub_free(args.sub);
 	}
 	kxfer_pool_put(pool);
+	memzero_explicit(a.token, sizeof(a.token));
 	return ret;
 }
 

@@ -310,6 +310,27 @@ static int kxfer_wire_check_notify_desc(const struct kxfer_msg_notify_desc *nd,
 	return 0;
 }
 
+/* An export's lookup token, before the EXPORT_ADD that starts it. */
+static int kxfer_wire_check_export_token(const struct kxfer_msg_export_token *t,
+					 unsigned int len, const char **why)
+{
+	unsigned int i;
+	u8 any = 0;
+
+	if (len != sizeof(*t))
+		return kxfer_wire_bad_len(why);
+	if (kxfer_wire_check_export_name(t->mt_name, why))
+		return -EINVAL;
+	/* All zeros is no token: a lookup never presents it. */
+	for (i = 0; i < sizeof(t->mt_token); i++)
+		any |= t->mt_token[i];
+	if (!any) {
+		*why = "export token of zeros";
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /**
  * kxfer_wire_check - check a received control message
  * @buf: the receive buffer
@@ -366,6 +387,8 @@ int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
 		return kxfer_wire_check_auth(buf, len, why);
 	case KXFER_MSG_NOTIFY_DESC:
 		return kxfer_wire_check_notify_desc(buf, len, why);
+	case KXFER_MSG_EXPORT_TOKEN:
+		return kxfer_wire_check_export_token(buf, len, why);
 	case KXFER_MSG_EXPORT_DEL:
 	case KXFER_MSG_EXPORT_WITHDRAW:
 	case KXFER_MSG_EXPORT_WITHDRAWN:

@@ -104,8 +104,16 @@ struct kxfer_wire_accept {
  * KXFER_WIRE_MAX_MRS32.  Sent only to a peer that speaks it.
  */
 #define KXFER_WIRE_F_MRS32	(1U << 3)
+/*
+ * Capability-scoped exports: an export made with a token is advertised
+ * only to a peer that speaks this, each advertisement of it preceded by
+ * EXPORT_TOKEN, so that the peer's kernel can check its processes'
+ * lookups; a peer without it is not given such an export at all.
+ */
+#define KXFER_WIRE_F_TOKEN	(1U << 4)
 #define KXFER_WIRE_FEATURES	(KXFER_WIRE_F_NOTIFY_MSG | KXFER_WIRE_F_AUTH | \
-				 KXFER_WIRE_F_DRAIN | KXFER_WIRE_F_MRS32)
+				 KXFER_WIRE_F_DRAIN | KXFER_WIRE_F_MRS32 | \
+				 KXFER_WIRE_F_TOKEN)
 
 /* rdma_reject() private data: why. */
 struct kxfer_wire_reject {
@@ -139,6 +147,7 @@ enum kxfer_msg_type {
 	KXFER_MSG_AUTH_FAIL,		/* either: why it ends the session */
 	KXFER_MSG_EXPORT_WITHDRAW,	/* an export goes: drain, then answer */
 	KXFER_MSG_EXPORT_WITHDRAWN,	/* nothing of ours is left in flight */
+	KXFER_MSG_EXPORT_TOKEN = 16,	/* the token of the next EXPORT_ADD */
 	__KXFER_MSG_MAX,
 };
 
@@ -201,6 +210,21 @@ struct kxfer_msg_export_del {
 	struct kxfer_msg_hdr	md_hdr;
 	__u8	md_name[KXFER_WIRE_NAME_MAX];
 	__le64	md_gen;
+};
+
+/*
+ * EXPORT_TOKEN (KXFER_WIRE_F_TOKEN): the export the next EXPORT_ADD
+ * starts (me_first 0) is capability-scoped, found only by a lookup that
+ * presents this token.  It comes right before that EXPORT_ADD, of the
+ * same name and generation, each time the export is advertised.
+ */
+#define KXFER_WIRE_TOKEN_LEN	16		/* == KXFER_TOKEN_LEN */
+
+struct kxfer_msg_export_token {
+	struct kxfer_msg_hdr	mt_hdr;
+	__u8	mt_name[KXFER_WIRE_NAME_MAX];
+	__le64	mt_gen;
+	__u8	mt_token[KXFER_WIRE_TOKEN_LEN];
 };
 
 /*

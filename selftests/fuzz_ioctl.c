@@ -1066,6 +1066,16 @@ static void fz_peer(struct thr *t, struct kfd *k)
 		atomic_store(&k->peer, pl.handle);
 }
 
+static bool token_zero(const __u8 *token)
+{
+	unsigned int i;
+
+	for (i = 0; i < KXFER_TOKEN_LEN; i++)
+		if (token[i])
+			return false;
+	return true;
+}
+
 static void fz_remote(struct thr *t, struct kfd *k)
 {
 	struct kxfer_remote_lookup rl = {}, in, good;
@@ -1091,21 +1101,27 @@ static void fz_remote(struct thr *t, struct kfd *k)
 	}
 	if (chance(&t->rng, 6))
 		rl.flags = rval(&t->rng);
-	if (chance(&t->rng, 6))
-		rl.reserved[rbelow(&t->rng, 2)] = rval(&t->rng);
-	if (rl.flags || rl.reserved[0] || rl.reserved[1] || !name_ok(rl.name))
+	else if (chance(&t->rng, 4))
+		rl.flags = KXFER_LOOKUP_TOKEN;
+	if (chance(&t->rng, 4))
+		rl.token[rbelow(&t->rng, KXFER_TOKEN_LEN)] = rval(&t->rng);
+	/*
+	 * No token of the fuzzer's is ever given out: one presented never
+	 * finds anything, as a name that does not exist.
+	 */
+	if ((rl.flags & ~KXFER_LOOKUP_TOKEN) || !name_ok(rl.name) ||
+	    token_zero(rl.token) == !!(rl.flags & KXFER_LOOKUP_TOKEN))
 		exact = EINVAL;
-	else if (!rl.peer)
+	else if (!rl.peer || (rl.flags & KXFER_LOOKUP_TOKEN))
 		exact = ENOENT;
 	in = rl;
 	p = place(t, pk, &rl, sizeof(rl), &good, 0);
 	if (ptr_faults(pk) || pk == P_CROSS)
 		exact = EFAULT;
 	snprintf(t->desc, sizeof(t->desc),
-		 "REMOTE_LOOKUP fd %d arg %s %p peer %u name \"%.32s\" flags 0x%x reserved %llx,%llx",
+		 "REMOTE_LOOKUP fd %d arg %s %p peer %u name \"%.32s\" flags 0x%x token %s",
 		 k->fd, ptr_name[pk], p, in.peer, in.name, in.flags,
-		 (unsigned long long)in.reserved[0],
-		 (unsigned long long)in.reserved[1]);
+		 token_zero(in.token) ? "zero" : "set");
 	atomic_fetch_add(&k->hseq, 1);
 	ret = do_ioctl(k->fd, KXFER_IOC_REMOTE_LOOKUP, p, &err);
 	if (!ret && !ptr_faults(pk) && pk != P_CROSS)
@@ -2723,7 +2739,8 @@ static void fz_expadd(struct thr *t, struct kfd *k)
 
 	/*
 	 * Valid but for one thing, if any: 1 name, 2 pool, 3 range,
-	 * 4 access, 5 peer, 6 from, 7 flags, 8 pad, 9 reserved.
+	 * 4 access, 5 peer, 6 from, 7 flags, 8 pad, 9 token.  A valid
+	 * export has a token, at random, a third of the time.
 	 */
 	m = chance(&t->rng, 3) ? 1 + rbelow(&t->rng, 9) : 0;
 	n = pick_uname(t, k, e.name, "fzx", NUEXP, true, m == 1);
@@ -2849,11 +2866,23 @@ static void fz_expadd(struct thr *t, struct kfd *k)
 		e.flags = rval(&t->rng);
 	if (m == 8)
 		e.pad = rnd(&t->rng);
-	if (m == 9)
-		e.reserved[rbelow(&t->rng, 2)] = rval(&t->rng);
+	if (m == 9) {
+		/* without its flag, or the flag with zeros */
+		if (chance(&t->rng, 2))
+			e.token[rbelow(&t->rng, KXFER_TOKEN_LEN)] =
+				1 + rbelow(&t->rng, 255);
+		else
+			e.flags |= KXFER_EXPORT_TOKEN;
+	} else if (chance(&t->rng, 3)) {
+		e.flags |= KXFER_EXPORT_TOKEN;
+		for (l = 0; l < sizeof(e.token); l++)
+			e.token[l] = rnd(&t->rng);
+		e.token[0] |= 1;
+	}
 
-	if ((e.flags & ~KXFER_EXPORT_SUBSCRIBE) || e.pad || e.reserved[0] ||
-	    e.reserved[1] || !name_valid(e.name) ||
+	if ((e.flags & ~(KXFER_EXPORT_SUBSCRIBE | KXFER_EXPORT_TOKEN)) ||
+	    e.pad || token_zero(e.token) == !!(e.flags & KXFER_EXPORT_TOKEN) ||
+	    !name_valid(e.name) ||
 	    (e.peer[0] && !name_valid(e.peer)) || !from_ok(&e))
 		exact = EINVAL;
 	else if (!uexports_allowed)
@@ -2881,15 +2910,15 @@ static void fz_expadd(struct thr *t, struct kfd *k)
 		refuse = false;
 	}
 	snprintf(t->desc, sizeof(t->desc),
-		 "EXPORT_ADD fd %d arg %s %p name \"%.32s\" pool %u (%s, %llu bytes) access 0x%x offset 0x%llx len 0x%llx peer \"%.32s\" flags 0x%x from %u/%u %02x%02x%02x%02x.. pad %u reserved %llx,%llx",
+		 "EXPORT_ADD fd %d arg %s %p name \"%.32s\" pool %u (%s, %llu bytes) access 0x%x offset 0x%llx len 0x%llx peer \"%.32s\" flags 0x%x from %u/%u %02x%02x%02x%02x.. pad %u token %s",
 		 k->fd, ptr_name[pk], p, in.name, in.pool,
 		 up ? "a user pool of this file" : own ? "no user pool" : "?",
 		 (unsigned long long)plen, in.access,
 		 (unsigned long long)in.offset, (unsigned long long)in.len,
 		 in.peer, in.flags, in.from_family, in.from_prefix,
 		 in.from_addr[0], in.from_addr[1], in.from_addr[2],
-		 in.from_addr[3], in.pad, (unsigned long long)in.reserved[0],
-		 (unsigned long long)in.reserved[1]);
+		 in.from_addr[3], in.pad,
+		 token_zero(in.token) ? "zero" : "set");
 	ret = do_ioctl(k->fd, KXFER_IOC_EXPORT_ADD, p, &err);
 	/* Subscribed as it exports: the subscription's handle, > 0. */
 	if (ret > 0) {

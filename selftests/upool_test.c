@@ -514,11 +514,16 @@ TEST_F(upool, export_refusals)
 	EXPECT_EQ(-EEXIST, export_add(self->fd, SRC_EXPORT, h, 0, PG,
 				      KXFER_ACCESS_READ));
 	export_args(&e, "uexp-x", h, 0, PG, KXFER_ACCESS_READ);
-	e.flags = KXFER_EXPORT_SUBSCRIBE << 1;
+	e.flags = KXFER_EXPORT_TOKEN << 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
+	EXPECT_EQ(EINVAL, errno);
+	/* a token without its flag, and the flag with a token of zeros */
+	export_args(&e, "uexp-x", h, 0, PG, KXFER_ACCESS_READ);
+	e.token[15] = 1;
 	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
 	EXPECT_EQ(EINVAL, errno);
 	export_args(&e, "uexp-x", h, 0, PG, KXFER_ACCESS_READ);
-	e.reserved[0] = 1;
+	e.flags = KXFER_EXPORT_TOKEN;
 	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
 	EXPECT_EQ(EINVAL, errno);
 	export_args(&e, "uexp-x", h, 0, PG, KXFER_ACCESS_READ);
@@ -881,6 +886,189 @@ TEST_F(upool, many_exports_show)
 	EXPECT_EQ(0, remote_gone(self->fd, self->peer, name));
 	EXPECT_EQ(0, run("kxferctl -j peer show %s | jq -e '.[0] | has(\"exports\") == false' >/dev/null",
 			 PEER));
+	EXPECT_EQ(0, detach(self->fd, h));
+	munmap(buf, len);
+	EXPECT_EQ(self->used0, pool_mem_used(self->fd));
+}
+
+/* A lookup of @name with @token (or none, NULL); its errno or 0. */
+static int lookup_token(int fd, uint32_t peer, const char *name,
+			const uint8_t *token, struct kxfer_remote_lookup *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->peer = peer;
+	strncpy(r->name, name, sizeof(r->name) - 1);
+	if (token) {
+		r->flags = KXFER_LOOKUP_TOKEN;
+		memcpy(r->token, token, KXFER_TOKEN_LEN);
+	}
+	return ioctl(fd, KXFER_IOC_REMOTE_LOOKUP, r) ? -errno : 0;
+}
+
+/* Whether kxferctl's output (peer show, export show) holds the token. */
+static int shows_token(const uint8_t *token)
+{
+	char hex[2 * KXFER_TOKEN_LEN + 1];
+	int i;
+
+	for (i = 0; i < KXFER_TOKEN_LEN; i++)
+		sprintf(hex + 2 * i, "%02x", token[i]);
+	return !run(
+		"{ kxferctl -j peer show; kxferctl peer show; kxferctl -j export show; kxferctl export show; kxferctl -j stats show; dmesg; cat /sys/kernel/tracing/trace 2>/dev/null; } 2>&1 | grep -qi %s",
+		hex);
+}
+
+/* The peer and remote handles files hold on session PEER, or -1. */
+static int peer_handles(void)
+{
+	char cmd[128];
+	int n = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		 "kxferctl -j peer show %s | jq '.[0].handles'", PEER);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &n) != 1)
+		n = -1;
+	pclose(f);
+	return n;
+}
+
+/* Draw a token as a process would: random, not all zeros. */
+static void draw_token(uint8_t *token)
+{
+	int i;
+
+	do {
+		for (i = 0; i < KXFER_TOKEN_LEN; i++)
+			token[i] = (uint8_t)random();
+	} while (!token[0] && !memcmp(token, token + 1, KXFER_TOKEN_LEN - 1));
+}
+
+/*
+ * A capability-scoped export (KXFER_EXPORT_TOKEN): found only with its
+ * token, by this file or any other process; every other lookup is
+ * ENOENT, as for a name that does not exist; neither kxferctl nor peer
+ * show tell its name or token; withdrawing it revokes the token.
+ */
+TEST_F(upool, scoped_exports)
+{
+	size_t len = 16 * PG;
+	uint8_t *buf = map_anon(len), token[KXFER_TOKEN_LEN], bad[KXFER_TOKEN_LEN];
+	uint8_t token2[KXFER_TOKEN_LEN];
+	struct kxfer_segment seg = { 0, PG, 2 * PG };
+	struct kxfer_remote_lookup r, rs;
+	struct kxfer_export_add e;
+	struct kxfer_job job;
+	uint64_t end;
+	uint32_t h;
+	pid_t pid;
+	int st, ret, handles;
+
+	ASSERT_NE(NULL, buf);
+	srandom(getpid() ^ now_ms());
+	draw_token(token);
+	do
+		draw_token(token2);
+	while (!memcmp(token, token2, sizeof(token)));
+	memcpy(bad, token, sizeof(bad));
+	bad[KXFER_TOKEN_LEN - 1] ^= 1;
+	ASSERT_EQ(0, reg_user(self->fd, "uscope", buf, len, &h));
+	export_args(&e, "uscope-x", h, 0, len, KXFER_ACCESS_READ | KXFER_ACCESS_WRITE);
+	e.flags = KXFER_EXPORT_TOKEN;
+	memcpy(e.token, token, sizeof(token));
+	ASSERT_EQ(0, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
+
+	/* Advertised: found with the token, at once or within 20 s */
+	end = now_ms() + 20000;
+	while ((ret = lookup_token(self->fd, self->peer, "uscope-x", token, &rs)) == -ENOENT &&
+	       now_ms() < end)
+		usleep(20000);
+	ASSERT_EQ(0, ret);
+	EXPECT_EQ(len, rs.len);
+
+	/* Every other lookup, one wrong thing each: as no such name, no handle */
+	handles = peer_handles();
+	EXPECT_LT(0, handles);
+	EXPECT_EQ(-ENOENT, lookup_token(self->fd, self->peer, "uscope-x", NULL, &r));
+	EXPECT_EQ(-ENOENT, lookup_token(self->fd, self->peer, "uscope-x", bad, &r));
+	EXPECT_EQ(-ENOENT, lookup_token(self->fd, self->peer, "uscope-y", token, &r));
+	EXPECT_EQ(-ENOENT, lookup_token(self->fd, self->peer, "uscope-y", NULL, &r));
+	/* a token does not open an export made without one */
+	EXPECT_EQ(-ENOENT, lookup_token(self->fd, self->peer, SRC_EXPORT, token, &r));
+	/* malformed: a token without its flag, an unknown flag */
+	lookup_token(self->fd, self->peer, "uscope-x", NULL, &r);
+	r.token[3] = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_REMOTE_LOOKUP, &r));
+	EXPECT_EQ(EINVAL, errno);
+	lookup_token(self->fd, self->peer, "uscope-x", bad, &r);
+	r.flags |= KXFER_LOOKUP_TOKEN << 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_REMOTE_LOOKUP, &r));
+	EXPECT_EQ(EINVAL, errno);
+	/* the flag with a token of zeros: no token */
+	lookup_token(self->fd, self->peer, "uscope-x", NULL, &r);
+	r.flags = KXFER_LOOKUP_TOKEN;
+	EXPECT_EQ(-1, ioctl(self->fd, KXFER_IOC_REMOTE_LOOKUP, &r));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(handles, peer_handles());
+
+	/* Another process of this node, root too: the same, by the token alone */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int fd = open("/dev/kxfer", O_RDWR);
+		uint32_t p;
+
+		_exit(fd < 0 || peer_lookup(fd, &p) ? 10 :
+		      lookup_token(fd, p, "uscope-x", NULL, &r) != -ENOENT ? 11 :
+		      lookup_token(fd, p, "uscope-x", bad, &r) != -ENOENT ? 12 :
+		      lookup_token(fd, p, "uscope-x", token, &r) ? 13 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
+
+	/* Not listed, counted; the token nowhere; the owner sees it scoped */
+	EXPECT_EQ(0, run("kxferctl -j peer show %s | jq -e '.[0] | .remote_scoped >= 1 and (.remote_exports | map(select(.name == \"uscope-x\")) | length) == 0' >/dev/null",
+			 PEER));
+	EXPECT_EQ(0, run("kxferctl peer show %s | grep -q 'remote_scoped [1-9]'", PEER));
+	EXPECT_NE(0, run("kxferctl peer show | grep -q 'remote_export uscope-x'"));
+	EXPECT_EQ(0, run("kxferctl -j export show uscope-x | jq -e '.[0].lookup == \"token\"' >/dev/null"));
+	EXPECT_EQ(0, shows_token(token));
+
+	/* The handle moves data like any other */
+	fill(self->src_map, 2 * PG, 9);
+	job_init(&job, KXFER_OP_WRITE, self->src, self->peer, rs.handle, &seg, 1, 1);
+	EXPECT_EQ(0, job_run(self->fd, &job));
+	EXPECT_EQ(0, check(buf + PG, 2 * PG, 9));
+
+	/* Withdrawn: the token finds nothing; the handle is stale */
+	EXPECT_EQ(0, export_del(self->fd, "uscope-x"));
+	end = now_ms() + 20000;
+	while (!lookup_token(self->fd, self->peer, "uscope-x", token, &r) && now_ms() < end)
+		usleep(20000);
+	EXPECT_EQ(-ENOENT, lookup_token(self->fd, self->peer, "uscope-x", token, &r));
+	job_init(&job, KXFER_OP_WRITE, self->src, self->peer, rs.handle, &seg, 1, 2);
+	EXPECT_EQ(-ESTALE, submit(self->fd, &job, 1));
+
+	/* Made again with a new token: the revoked one finds nothing */
+	e.flags = KXFER_EXPORT_TOKEN;
+	memcpy(e.token, token2, sizeof(token2));
+	ASSERT_EQ(0, ioctl(self->fd, KXFER_IOC_EXPORT_ADD, &e));
+	end = now_ms() + 20000;
+	while ((ret = lookup_token(self->fd, self->peer, "uscope-x", token2, &r)) == -ENOENT &&
+	       now_ms() < end)
+		usleep(20000);
+	EXPECT_EQ(0, ret);
+	EXPECT_EQ(-ENOENT, lookup_token(self->fd, self->peer, "uscope-x", token, &r));
+	EXPECT_EQ(-ESTALE, submit(self->fd, &job, 1));
+	EXPECT_EQ(0, export_del(self->fd, "uscope-x"));
+	end = now_ms() + 20000;
+	while (!lookup_token(self->fd, self->peer, "uscope-x", token2, &r) && now_ms() < end)
+		usleep(20000);
+	EXPECT_EQ(-ENOENT, lookup_token(self->fd, self->peer, "uscope-x", token2, &r));
 	EXPECT_EQ(0, detach(self->fd, h));
 	munmap(buf, len);
 	EXPECT_EQ(self->used0, pool_mem_used(self->fd));

@@ -166,11 +166,11 @@ t_tenant_old_peer() {
 	# the connector reads wire_features when it connects, after peer
 	# add returns: put it back once the session is up
 	echo 3 >$p/wire_features
-	defer sh -c "echo 15 >$p/wire_features"
+	defer sh -c "echo 31 >$p/wire_features"
 	kxferctl peer add ptold "$A" qps 2
 	defer kxferctl peer del ptold
 	busywait 20000 peer_state ptold up
-	echo 15 >$p/wire_features
+	echo 31 >$p/wire_features
 	barrier tn-old-ready
 	busywait 20000 has_rexport ptold tno || rc=1
 	barrier tn-old-seen

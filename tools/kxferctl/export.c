@@ -20,6 +20,7 @@ static const char *const export_attr_names[KXFER_A_EXPORT_MAX + 1] = {
 	[KXFER_A_EXPORT_AUTH]	= "auth",
 	[KXFER_A_EXPORT_MR_PAGE] = "mr-page",
 	[KXFER_A_EXPORT_MRS]	= "mrs",
+	[KXFER_A_EXPORT_SCOPED]	= "scoped",
 };
 
 static const struct kx_attr_set export_set = {
@@ -40,6 +41,7 @@ static const struct nla_policy export_policy[KXFER_A_EXPORT_MAX + 1] = {
 	[KXFER_A_EXPORT_AUTH]	= { .type = NLA_U32 },
 	[KXFER_A_EXPORT_MR_PAGE] = { .type = NLA_U64 },
 	[KXFER_A_EXPORT_MRS]	= { .type = NLA_U32 },
+	[KXFER_A_EXPORT_SCOPED]	= { .type = NLA_FLAG },
 };
 
 static void export_help(FILE *fp)
@@ -113,6 +115,9 @@ int export_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 		out_bytes("mr_page", nla_get_u64(tb[KXFER_A_EXPORT_MR_PAGE]));
 	if (tb[KXFER_A_EXPORT_MRS])
 		out_u64("mrs", nla_get_u32(tb[KXFER_A_EXPORT_MRS]));
+	/* reachable only with the token its maker gave out, never shown */
+	if (tb[KXFER_A_EXPORT_SCOPED])
+		out_str("lookup", "token");
 	out_end_obj();
 	return 0;
 }

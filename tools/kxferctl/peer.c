@@ -49,6 +49,7 @@ static const char *const peer_attr_names[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_HANDLES]		= "handles",
 	[KXFER_A_PEER_DRAINING]		= "draining",
 	[KXFER_A_PEER_EXPORTS_OMITTED]	= "exports-omitted",
+	[KXFER_A_PEER_REMOTE_SCOPED]	= "remote-scoped",
 };
 
 static const struct kx_attr_set peer_set = {
@@ -80,6 +81,7 @@ static const struct nla_policy peer_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_HANDLES]		= { .type = NLA_U32 },
 	[KXFER_A_PEER_DRAINING]		= { .type = NLA_U32 },
 	[KXFER_A_PEER_EXPORTS_OMITTED]	= { .type = NLA_FLAG },
+	[KXFER_A_PEER_REMOTE_SCOPED]	= { .type = NLA_U32 },
 	[KXFER_A_PEER_UP_NS]		= { .type = NLA_U64 },
 	[KXFER_A_PEER_QP]		= { .type = NLA_NESTED },
 	[KXFER_A_PEER_REMOTE_EXPORT]	= { .type = NLA_NESTED },
@@ -410,6 +412,10 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 	/* too many to list in one message: name the peer, or look them up */
 	if (tb[KXFER_A_PEER_EXPORTS_OMITTED])
 		out_str("exports", "omitted");
+	/* not listed with the others: only their tokens' holders may know */
+	if (tb[KXFER_A_PEER_REMOTE_SCOPED])
+		out_u64("remote_scoped",
+			nla_get_u32(tb[KXFER_A_PEER_REMOTE_SCOPED]));
 	peer_error_print(tb);
 
 	/* last: in text each QP and export is a continuation line */

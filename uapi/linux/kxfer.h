@@ -94,6 +94,14 @@ struct kxfer_query {
  * looked up on (ESTALE after a reconnect)
  */
 #define KXFER_FEAT_RELEASE	(1ULL << 10)
+/*
+ * Capability-scoped exports: KXFER_EXPORT_TOKEN, and KXFER_LOOKUP_TOKEN
+ * of KXFER_IOC_REMOTE_LOOKUP
+ */
+#define KXFER_FEAT_TOKENS	(1ULL << 11)
+
+/* Bytes of an export's token (KXFER_EXPORT_TOKEN) */
+#define KXFER_TOKEN_LEN		16
 
 /**
  * struct kxfer_pool_attach - KXFER_IOC_POOL_ATTACH: attach a pool by name
@@ -168,14 +176,27 @@ struct kxfer_peer_lookup {
 /**
  * struct kxfer_remote_lookup - KXFER_IOC_REMOTE_LOOKUP: a remote export
  * @peer: in, a handle from KXFER_IOC_PEER_LOOKUP
- * @flags: in, must be 0
+ * @flags: in, 0 or KXFER_LOOKUP_TOKEN
  * @name: in, the export's name as the remote advertised it
  * @handle: out, names the remote export in jobs of this file
  * @access: out, KXFER_ACCESS_* the export grants
  * @len: out, its length: remote offsets of jobs are in [0, len)
  * @gen: out, its generation; a newer one (the remote re-created it, or
  *	reconnected) makes the handle stale: jobs fail with -ESTALE
- * @reserved: must be 0
+ * @token: in, with KXFER_LOOKUP_TOKEN, the token of a capability-scoped
+ *	export (KXFER_EXPORT_TOKEN), as its owner gave it out; else 0.
+ *	Written back as zeros.
+ *
+ * Without KXFER_LOOKUP_TOKEN only exports made without a token are
+ * found; with it, only the export of that name whose token is @token
+ * (compared in constant time).  Every other case is -ENOENT, as for a
+ * name the peer never advertised, and makes no handle: the answer does
+ * not tell whether the name exists.
+ *
+ * Errors: EINVAL (flags, a name that is not NUL-terminated or empty, a
+ * token without KXFER_LOOKUP_TOKEN, or all zeros with it), ENOENT (no such peer handle, or no
+ * such export for that token), EMFILE (too many remote handles), ENOMEM,
+ * EFAULT.
  */
 struct kxfer_remote_lookup {
 	__u32 peer;
@@ -185,8 +206,10 @@ struct kxfer_remote_lookup {
 	__u32 access;
 	__u64 len;
 	__u64 gen;
-	__u64 reserved[2];
+	__u8  token[KXFER_TOKEN_LEN];
 };
+
+#define KXFER_LOOKUP_TOKEN		(1U << 0)
 
 /* One piece of a job: bytes of the local pool to or from the remote. */
 struct kxfer_segment {
@@ -511,7 +534,8 @@ struct kxfer_pool_dmabuf {
  *	peer must connect from @from_addr/@from_prefix
  * @from_prefix: in, the prefix length in bits
  * @from_addr: in, 4 (AF_INET) or 16 bytes, network order
- * @reserved: must be 0
+ * @token: in, with KXFER_EXPORT_TOKEN, the export's token: 16 random
+ *	bytes (getrandom(2)), not all zero; else 0
  *
  * As `kxferctl export add`, scoped the same way; sessions stay the
  * administrator's.  The export ends with KXFER_IOC_EXPORT_DEL, when its
@@ -526,8 +550,22 @@ struct kxfer_pool_dmabuf {
  * KXFER_IOC_NOTIFY_SUBSCRIBE would give it; the subscription ends as
  * those do.
  *
- * Errors: EINVAL (flags, reserved, name, access, empty range, family or
- * prefix), ENOENT (no such pool handle), EPERM (the pool was not made by
+ * KXFER_EXPORT_TOKEN (KXFER_FEAT_TOKENS; with or without
+ * KXFER_EXPORT_SUBSCRIBE): the export is capability-scoped.  A peer's
+ * process finds it only by presenting @token (KXFER_IOC_REMOTE_LOOKUP
+ * with KXFER_LOOKUP_TOKEN), which the
+ * owner gives out of band (in NIXL agent metadata, as UCX gives rkeys);
+ * any other lookup fails as for a name that does not exist.  The kernel
+ * never shows the token (netlink, logs, tracepoints): peer show lists no
+ * such export.  Peers whose kxfer predates tokens are not given the
+ * export at all.  The token is revoked with the export: once it is
+ * withdrawn, no peer finds it, and handles looked up with it fail with
+ * -ESTALE; a new export of the same name is found only with the token
+ * it is made with (draw a new one for each export).
+ *
+ * Errors: EINVAL (flags, pad, name, access, empty range, family or
+ * prefix, a token of zeros, or one without KXFER_EXPORT_TOKEN), ENOENT
+ * (no such pool handle), EPERM (the pool was not made by
  * this file, or user_exports is off), ERANGE (range outside the pool),
  * E2BIG (range longer than one export can map: 4096 MRs of 512 pages,
  * 8 GiB with 4 KiB pages), EEXIST (name in use), ENOMEM.
@@ -544,10 +582,11 @@ struct kxfer_export_add {
 	__u8  from_prefix;
 	__u8  pad;
 	__u8  from_addr[16];
-	__u64 reserved[2];
+	__u8  token[KXFER_TOKEN_LEN];
 };
 
 #define KXFER_EXPORT_SUBSCRIBE		(1U << 0)
+#define KXFER_EXPORT_TOKEN		(1U << 1)
 
 /**
  * struct kxfer_export_del - KXFER_IOC_EXPORT_DEL: withdraw an export
@@ -906,6 +945,11 @@ enum {
 	KXFER_A_EXPORT_MR_PAGE,
 	/* u32: memory regions of 512 such pages that cover it */
 	KXFER_A_EXPORT_MRS,
+	/*
+	 * flag: capability-scoped (KXFER_EXPORT_TOKEN): peers find it only
+	 * with its token, which no reply carries
+	 */
+	KXFER_A_EXPORT_SCOPED,
 
 	__KXFER_A_EXPORT_MAX,
 	KXFER_A_EXPORT_MAX = __KXFER_A_EXPORT_MAX - 1
@@ -1037,6 +1081,11 @@ enum {
 	 * every export
 	 */
 	KXFER_A_PEER_EXPORTS_OMITTED,
+	/*
+	 * u32: capability-scoped exports the remote advertised, which are
+	 * counted here and not listed (KXFER_A_PEER_REMOTE_EXPORT)
+	 */
+	KXFER_A_PEER_REMOTE_SCOPED,
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
