@@ -256,6 +256,27 @@ int kxfer_export_add_subscribe(struct kxfer *kx,
 			       uint32_t *sub);
 
 /**
+ * kxfer_export_add_token() - a capability-scoped export
+ * @kx: the context
+ * @e: as kxfer_export_add()'s (its token is not used)
+ * @token: out, the export's token: KXFER_TOKEN_LEN random bytes
+ *	(getrandom(2)) to give out of band to those who may reach it
+ * @sub: if not NULL, the file subscribes atomically as with
+ *	kxfer_export_add_subscribe(), and this is the subscription's handle
+ *
+ * KXFER_IOC_EXPORT_ADD with KXFER_EXPORT_TOKEN: a peer's process finds
+ * the export only with kxfer_remote_lookup_token() and this token; any
+ * other lookup fails with -ENOENT, as for a name that does not exist.
+ * Withdrawing the export revokes the token.
+ *
+ * Return: as kxfer_export_add() and kxfer_export_add_subscribe(); an
+ * errno of getrandom(2).
+ */
+int kxfer_export_add_token(struct kxfer *kx,
+			   const struct kxfer_export_add *e,
+			   uint8_t token[KXFER_TOKEN_LEN], uint32_t *sub);
+
+/**
  * kxfer_export_init() - fill an export, every other field zero
  * @e: the export
  * @name: its name, 1..KXFER_NAME_MAX - 1 characters
@@ -335,6 +356,22 @@ int kxfer_peer_lookup(struct kxfer *kx, const char *name, uint32_t *handle,
 int kxfer_remote_lookup(struct kxfer *kx, uint32_t peer,
 			const char *export_name,
 			struct kxfer_remote_lookup *out);
+
+/**
+ * kxfer_remote_lookup_token() - find a capability-scoped export
+ * @kx: the context
+ * @peer: from kxfer_peer_lookup()
+ * @export_name: the export's name on the remote node
+ * @token: the token its owner gave out (kxfer_export_add_token())
+ * @out: as kxfer_remote_lookup()'s
+ *
+ * Return: as kxfer_remote_lookup(); -ENOENT also for a wrong token, or
+ * an export made without one.
+ */
+int kxfer_remote_lookup_token(struct kxfer *kx, uint32_t peer,
+			      const char *export_name,
+			      const uint8_t token[KXFER_TOKEN_LEN],
+			      struct kxfer_remote_lookup *out);
 
 /**
  * kxfer_peer_release() - give back a peer handle

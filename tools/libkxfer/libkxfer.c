@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -273,6 +274,57 @@ KX_EXPORT int kxfer_export_add_subscribe(struct kxfer *kx,
 	return ret;
 }
 
+/* Zeros over a secret, which the compiler may not leave out as dead. */
+static void kx_wipe(void *p, size_t n)
+{
+	memset(p, 0, n);
+	__asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
+KX_EXPORT int kxfer_export_add_token(struct kxfer *kx,
+				     const struct kxfer_export_add *e,
+				     uint8_t token[KXFER_TOKEN_LEN],
+				     uint32_t *sub)
+{
+	static const uint8_t no_token[KXFER_TOKEN_LEN];
+	struct kxfer_export_add copy;
+	int saved = errno, ret;
+	size_t got = 0;
+
+	if (!e || !token)
+		return -EINVAL;
+	copy = *e;
+	/* 16 random bytes from the kernel's pool; all zeros means none */
+	do {
+		ssize_t n = getrandom(copy.token + got, sizeof(copy.token) - got, 0);
+
+		if (n < 0 && errno != EINTR) {
+			ret = -errno;
+			errno = saved;
+			return ret;
+		}
+		got += n > 0 ? (size_t)n : 0;
+		if (got == sizeof(copy.token) &&
+		    !memcmp(copy.token, no_token, sizeof(copy.token)))
+			got = 0;
+	} while (got < sizeof(copy.token));
+	copy.flags |= KXFER_EXPORT_TOKEN | (sub ? KXFER_EXPORT_SUBSCRIBE : 0);
+	ret = ioctl(kx->kx_fd, KXFER_IOC_EXPORT_ADD, &copy);
+	if (ret < 0) {
+		ret = errno ? -errno : -EIO;
+	} else if (sub && !ret) {
+		ret = -EPROTO;
+	} else {
+		if (sub)
+			*sub = ret;
+		memcpy(token, copy.token, sizeof(copy.token));
+		ret = 0;
+	}
+	kx_wipe(copy.token, sizeof(copy.token));
+	errno = saved;
+	return ret;
+}
+
 KX_EXPORT int kxfer_export_del_flags(struct kxfer *kx, const char *name,
 				     uint32_t flags)
 {
@@ -395,6 +447,29 @@ KX_EXPORT int kxfer_remote_lookup(struct kxfer *kx, uint32_t peer,
 	if (ret)
 		return ret;
 	ret = kx_ioctl(kx->kx_fd, KXFER_IOC_REMOTE_LOOKUP, &r);
+	if (ret)
+		return ret;
+	*out = r;
+	return 0;
+}
+
+KX_EXPORT int kxfer_remote_lookup_token(struct kxfer *kx, uint32_t peer,
+					const char *export_name,
+					const uint8_t token[KXFER_TOKEN_LEN],
+					struct kxfer_remote_lookup *out)
+{
+	struct kxfer_remote_lookup r = { .peer = peer,
+					 .flags = KXFER_LOOKUP_TOKEN };
+	int ret;
+
+	if (!out || !token)
+		return -EINVAL;
+	ret = kx_name(r.name, export_name);
+	if (ret)
+		return ret;
+	memcpy(r.token, token, sizeof(r.token));
+	ret = kx_ioctl(kx->kx_fd, KXFER_IOC_REMOTE_LOOKUP, &r);
+	kx_wipe(r.token, sizeof(r.token));
 	if (ret)
 		return ret;
 	*out = r;
