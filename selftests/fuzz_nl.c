@@ -187,6 +187,7 @@ static const struct attr a_export[] = {
 	[KXFER_A_EXPORT_AUTH] = { T_U32 },
 	[KXFER_A_EXPORT_MR_PAGE] = { T_U64 },
 	[KXFER_A_EXPORT_MRS] = { T_U32 },
+	[KXFER_A_EXPORT_SCOPED] = { T_FLAG },
 };
 
 static const struct attr a_listen[] = {
@@ -243,6 +244,7 @@ static const struct attr a_peer[] = {
 	[KXFER_A_PEER_DRAINING] = { T_U32 },
 	[KXFER_A_PEER_LOCAL_EXPORT] = { T_NEST, S_REXP },
 	[KXFER_A_PEER_EXPORTS_OMITTED] = { T_FLAG },
+	[KXFER_A_PEER_REMOTE_SCOPED] = { T_U32 },
 };
 
 static const struct attr a_qp[] = {

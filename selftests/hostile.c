@@ -8,7 +8,9 @@
  *   hostile [OPTIONS] pdata       malformed connection private data
  *   hostile [OPTIONS] halfopen    a session whose other QPs never come,
  *                                 duplicate and mismatched QPs
- *   hostile [OPTIONS] ctrl        malformed control messages on QP 0
+ *   hostile [OPTIONS] ctrl        malformed control messages on QP 0, and
+ *                                 export tokens out of place on sessions
+ *                                 that agreed on tokens
  *   hostile [OPTIONS] overrun     more control messages than credits
  *   hostile [OPTIONS] rdma        guessed keys and addresses, exports of
  *                                 other peers, used across sessions
@@ -106,14 +108,15 @@ enum { MSG_CREDIT = 1, MSG_EXPORT_ADD, MSG_EXPORT_DEL, MSG_SYNC_DONE,
 	MSG_KEEPALIVE, MSG_KEEPALIVE_ACK, MSG_NOTIFY, MSG_NOTIFY_DESC,
 	MSG_HELLO, MSG_NOTIFY_MSG, MSG_AUTH_CHALLENGE, MSG_AUTH_REPLY,
 	MSG_AUTH_FAIL, MSG_EXPORT_WITHDRAW, MSG_EXPORT_WITHDRAWN,
-	MSG_FIRST_UNKNOWN };
+	MSG_EXPORT_TOKEN, MSG_FIRST_UNKNOWN };
 
 /* Feature bits of the accept and of HELLO */
 #define F_NOTIFY_MSG	(1u << 0)
 #define F_AUTH		(1u << 1)
-#define F_DRAIN		(1u << 2)	/* a offers these two; we never take */
-#define F_MRS32		(1u << 3)	/* them up */
-#define F_KNOWN		(F_NOTIFY_MSG | F_AUTH | F_DRAIN | F_MRS32)
+#define F_DRAIN		(1u << 2)	/* a offers these two; we never */
+#define F_MRS32		(1u << 3)	/* take them up */
+#define F_TOKEN		(1u << 4)	/* taken up by ctrl's token cases */
+#define F_KNOWN		(F_NOTIFY_MSG | F_AUTH | F_DRAIN | F_MRS32 | F_TOKEN)
 
 #define AUTH_F_KEY	1u
 #define NONCE_LEN	32
@@ -310,6 +313,7 @@ struct sess {
 	struct timespec t_ka;	/* when a's first unanswered probe came */
 	/* authentication */
 	uint32_t a_features;	/* what a's accept said it speaks */
+	uint32_t hello;		/* the features our HELLO said, if any */
 	char a_node[NAME_MAX_];
 	uint8_t a_nonce[NONCE_LEN];	/* a's, from the accept */
 	bool auth_open;		/* no export may come from a yet */
@@ -954,6 +958,14 @@ static void rx_msg(struct sess *s, const uint8_t *p, unsigned int len)
 	case MSG_NOTIFY:
 		want = sizeof(struct msg_notify);
 		break;
+	case MSG_EXPORT_TOKEN:
+		/* only to a peer that said it speaks tokens */
+		want = sizeof(struct msg_export_del) + 16;
+		if (!(s->hello & F_TOKEN))
+			violation(s, "export token, which was not agreed on");
+		else if (len == want && !name_ok(((const struct msg_export_del *)p)->name))
+			violation(s, "export token with a bad name");
+		break;
 	default:
 		violation(s, "message type %u", h->type);
 		return;
@@ -1158,8 +1170,11 @@ static int sess_connect(struct sess *s, const char *node, unsigned int nqps,
 	return 0;
 }
 
-static int sess_open(struct sess *s, const char *node, unsigned int nqps,
-		     int own_rnr)
+static void send_hello(struct sess *s, uint32_t features);
+
+/* A session up to the end of both export tables; HELLO @hello first if not 0. */
+static int sess_open_hello(struct sess *s, const char *node, unsigned int nqps,
+			   int own_rnr, uint32_t hello)
 {
 	uint64_t stamp;
 	int ret;
@@ -1167,6 +1182,12 @@ static int sess_open(struct sess *s, const char *node, unsigned int nqps,
 	ret = sess_connect(s, node, nqps, own_rnr);
 	if (ret)
 		return ret;
+	if (hello) {
+		if (!(s->a_features & hello))
+			return -EPROTONOSUPPORT;
+		s->hello = hello & s->a_features;
+		send_hello(s, s->hello);
+	}
 	if (send_msg(s, MSG_SYNC_DONE, NULL, 0))
 		return -EIO;
 	stamp = htole64(0x5eed);
@@ -1177,6 +1198,12 @@ static int sess_open(struct sess *s, const char *node, unsigned int nqps,
 		return -ETIMEDOUT;
 	}
 	return 0;
+}
+
+static int sess_open(struct sess *s, const char *node, unsigned int nqps,
+		     int own_rnr)
+{
+	return sess_open_hello(s, node, nqps, own_rnr, 0);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1524,6 +1551,45 @@ CB(c_del_name)
 	memset(d->name, 'k', sizeof(d->name));
 }
 
+/* EXPORT_TOKEN, well formed, though we never said we speak tokens */
+CB(c_token_unagreed)
+{
+	/* the layout of EXPORT_DEL (name, gen), then 16 bytes of token */
+	cb_hdr(s, m, MSG_EXPORT_TOKEN, sizeof(struct msg_export_del) + 16);
+	memcpy(m->b + sizeof(struct msg_hdr), "hp-scoped", 10);
+	memset(m->b + sizeof(struct msg_export_del), 0x5a, 16);
+}
+
+/* A valid EXPORT_TOKEN for export @name, generation @gen. */
+static void cb_token(struct sess *s, struct cbuf *m, const char *name,
+		     uint64_t gen)
+{
+	struct msg_export_del *t;
+
+	cb_hdr(s, m, MSG_EXPORT_TOKEN, sizeof(*t) + 16);
+	t = (void *)m->b;
+	memcpy(t->name, name, strnlen(name, sizeof(t->name) - 1));
+	t->gen = htole64(gen);
+	memset(m->b + sizeof(*t), 0xa5, 16);
+}
+
+/*
+ * On a session that agreed on tokens, after a valid EXPORT_TOKEN for
+ * "eg" generation 1 (the prelude of token_cases): what must follow is
+ * the start of that export, and nothing else.
+ */
+CB(c_tk_twice) { cb_token(s, m, "eg", 1); }
+CB(c_tk_name) { cb_export(s, m, "eh", 3, 0, 1); }
+CB(c_tk_gen) { cb_export(s, m, "eg", 3, 0, 1)->gen = htole64(2); }
+CB(c_tk_cont) { cb_export(s, m, "eg", 3, 1, 1); }
+
+/* EXPORT_TOKEN of zeros: no token, malformed before anything else */
+CB(c_token_zero)
+{
+	cb_hdr(s, m, MSG_EXPORT_TOKEN, sizeof(struct msg_export_del) + 16);
+	memcpy(m->b + sizeof(struct msg_hdr), "hp-scoped", 10);
+}
+
 CB(c_notify_name)
 {
 	struct msg_notify *n;
@@ -1713,6 +1779,9 @@ static const struct ctrl_case ctrl_cases[] = {
 	{ "sync-twice", c_sync2, "second end of the export table", -EPROTO, false },
 	{ "del-len", c_del_len, "wrong length for the message type", -EINVAL, false },
 	{ "del-name", c_del_name, "bad export name", -EINVAL, false },
+	{ "token-unagreed", c_token_unagreed, "export token, which was not agreed on",
+	  -EPROTO, false },
+	{ "token-zero", c_token_zero, "export token of zeros", -EINVAL, false },
 	{ "notify-name", c_notify_name, "bad export name", -EINVAL, false },
 	{ "notify-len", c_notify_len, "wrong length for the message type", -EINVAL, false },
 	{ "desc-len", c_desc_len, "wrong length for the message type", -EINVAL, false },
@@ -1763,8 +1832,23 @@ static const struct ctrl_case ctrl_cases[] = {
 	{ "exp-gen-back", c_exp_gen_back, "export generation went backwards", -EPROTO, true },
 };
 
-/* One case on a fresh session: a must end it at once, and say why. */
-static void ctrl_case(const struct ctrl_case *cc)
+#define WHY_TOKEN "export token without its export"
+
+/* Each after HELLO with F_TOKEN and a valid EXPORT_TOKEN ("prelude") */
+static const struct ctrl_case token_cases[] = {
+	{ "token-twice", c_tk_twice, WHY_TOKEN, -EPROTO, false },
+	{ "token-other-name", c_tk_name, WHY_TOKEN, -EPROTO, false },
+	{ "token-other-gen", c_tk_gen, WHY_TOKEN, -EPROTO, false },
+	/* a continuation whose start never came: the token is checked first */
+	{ "token-continuation", c_tk_cont, WHY_TOKEN, -EPROTO, false },
+};
+
+/*
+ * One case on a fresh session: a must end it at once, and say why.  With
+ * @token, the session agrees on tokens (HELLO) and an EXPORT_TOKEN comes
+ * first.
+ */
+static void ctrl_case(const struct ctrl_case *cc, bool token)
 {
 	char node[NAME_MAX_];
 	struct sess s;
@@ -1772,9 +1856,14 @@ static void ctrl_case(const struct ctrl_case *cc)
 	int64_t t0;
 
 	snprintf(node, sizeof(node), "hc-%s", cc->name);
-	if (sess_open(&s, node, 1, -1)) {
+	if (sess_open_hello(&s, node, 1, -1, token ? F_TOKEN : 0)) {
 		result(cc->name, "FAIL: the session did not come up");
 		goto out;
+	}
+	if (token) {
+		cb_token(&s, &m, "eg", 1);
+		send_msg(&s, MSG_EXPORT_TOKEN, m.b + sizeof(struct msg_hdr),
+			 m.len - sizeof(struct msg_hdr));
 	}
 	if (cc->prelude) {
 		cb_export(&s, &m, "eg", 3, 0, 1);
@@ -1806,7 +1895,10 @@ static int cmd_ctrl(const char *only)
 
 	for (i = 0; i < ARRAY_SIZE(ctrl_cases); i++)
 		if (!only || !strcmp(only, ctrl_cases[i].name))
-			ctrl_case(&ctrl_cases[i]);
+			ctrl_case(&ctrl_cases[i], false);
+	for (i = 0; i < ARRAY_SIZE(token_cases); i++)
+		if (!only || !strcmp(only, token_cases[i].name))
+			ctrl_case(&token_cases[i], true);
 	return 0;
 }
 

@@ -3,17 +3,21 @@
  * tenant: services that share a node's sessions and come and go, for the
  * guest suites (issue 40: a tenant leaving costs no other tenant a job).
  *
- *   tenant own [-a ACTION] [-g GOFILE] [-n NOTES] [-d MS] NAME SIZE
+ *   tenant own [-a ACTION] [-g GOFILE] [-n NOTES] [-d MS] [-t TOKENFILE]
+ *	[-c LEN] NAME SIZE
  *	A service with an export of its own memory: SIZE bytes of its
  *	address space made a pool ("NAME-pool") and exported as NAME (read
  *	and write, any peer), subscribed to its notifications as it is
- *	made.  Prints "ready", then waits MS milliseconds (default 0)
- *	before it reaps: with -n it then takes NOTES notifications (none
- *	may be lost to the wait) and prints "notes N".  Then it waits for
- *	GOFILE to exist and does ACTION: del, del-nowait (withdraw the
- *	export), detach, detach-nowait (end the pool), wait (nothing: it
- *	waits to be killed), exit (return at once); it prints
- *	"ACTION: ERRNAME in T ms" and exits.
+ *	made; with -t capability-scoped, with a random token written to
+ *	TOKENFILE in hex (the out-of-band channel of the tests).  Prints
+ *	"ready", then waits MS milliseconds (default 0) before it reaps:
+ *	with -n it then takes NOTES notifications (none may be lost to the
+ *	wait) and prints "notes N".  Then it waits for GOFILE to exist,
+ *	with -c checks that the first LEN bytes are the pattern a peer's
+ *	"tenant scoped" wrote (prints "check: ok"), and does ACTION: del,
+ *	del-nowait (withdraw the export), detach, detach-nowait (end the
+ *	pool), wait (nothing: it waits to be killed), exit (return at once);
+ *	it prints "ACTION: ERRNAME in T ms" and exits.
  *   tenant stream [-s SECS] [-j INFLIGHT] [-l LEN] [-o LOFF] [-x ERRNAME]
  *	PEER EXPORT POOL
  *	A service that keeps INFLIGHT WRITE jobs of LEN bytes in flight from
@@ -28,6 +32,18 @@
  *   tenant notify PEER EXPORT COUNT
  *	As soon as PEER advertises EXPORT (looked up every millisecond),
  *	sends COUNT notifications alone to it, values 1..COUNT.
+ *   tenant scoped -g GOFILE PEER EXPORT POOL TOKENFILE LEN
+ *	A capability-scoped export's reach: looked up without a token, with
+ *	a wrong one (one bit off), and a name that does not exist with the
+ *	token, each must fail with ENOENT; with the token (from TOKENFILE)
+ *	it must be found, and LEN bytes of the pattern written from the
+ *	pool (attached by name) to it, read back and compared.  Prints
+ *	"ready", waits for GOFILE (the owner withdrew the export), then a
+ *	write on the handle must be refused with ESTALE and the token must
+ *	find nothing (ENOENT).  Prints one line per check.
+ *   tenant lookup PEER EXPORT [TOKEN]
+ *	One KXFER_IOC_REMOTE_LOOKUP of EXPORT on PEER, with TOKEN (32 hex
+ *	digits) if given: prints "lookup: ERRNAME" (0 if found), exits 0.
  *   tenant handles -g GOFILE PEER EXPORT POOL
  *	Handles that end: looks PEER and EXPORT up and writes through them,
  *	prints "ready", waits for GOFILE (the session reconnected meanwhile),
@@ -75,10 +91,14 @@ static _Noreturn __printf(1, 2) void die(const char *fmt, ...)
 static _Noreturn void usage(const char *why)
 {
 	fprintf(stderr, "tenant: %s\n"
-		"usage: tenant own [-a ACTION] [-g GOFILE] [-n NOTES] [-d MS] NAME SIZE\n"
+		"usage: tenant own [-a ACTION] [-g GOFILE] [-n NOTES] [-d MS] [-t TOKENFILE]\n"
+		"                  [-c LEN] NAME SIZE\n"
 		"       tenant stream [-s SECS] [-j INFLIGHT] [-l LEN] [-o LOFF] [-x ERRNAME]\n"
 		"                     PEER EXPORT POOL\n"
-		"       tenant notify PEER EXPORT COUNT\n", why);
+		"       tenant notify PEER EXPORT COUNT\n"
+		"       tenant scoped -g GOFILE PEER EXPORT POOL TOKENFILE LEN\n"
+		"       tenant lookup PEER EXPORT [TOKEN]\n"
+		"       tenant handles -g GOFILE PEER EXPORT POOL\n", why);
 	exit(2);
 }
 
@@ -169,6 +189,25 @@ static uint8_t pat(uint64_t off)
 /* own                                                                     */
 /* ---------------------------------------------------------------------- */
 
+/* A token to @path in hex, whole or not at all (written, then renamed). */
+static void token_write(const char *path, const uint8_t *token)
+{
+	char tmp[4096];
+	FILE *f;
+	int i;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		usage("own: TOKENFILE too long");
+	f = fopen(tmp, "w");
+	if (!f)
+		die("%s: %s", tmp, errname(errno));
+	for (i = 0; i < KXFER_TOKEN_LEN; i++)
+		fprintf(f, "%02x", token[i]);
+	fputc('\n', f);
+	if (fclose(f) || rename(tmp, path))
+		die("%s: %s", path, errname(errno));
+}
+
 static int take_notes(struct kxfer *kx, uint32_t sub, unsigned int want)
 {
 	struct kxfer_event ev[64];
@@ -195,9 +234,11 @@ static int take_notes(struct kxfer *kx, uint32_t sub, unsigned int want)
 
 static int cmd_own(int argc, char **argv)
 {
-	const char *action = "wait", *go = NULL;
+	const char *action = "wait", *go = NULL, *tokfile = NULL;
 	unsigned int notes = 0, delay = 0;
+	uint8_t token[KXFER_TOKEN_LEN];
 	struct kxfer_export_add e;
+	uint64_t check = 0, i;
 	char pool_name[KXFER_NAME_MAX];
 	uint32_t pool, sub;
 	struct kxfer *kx;
@@ -206,7 +247,7 @@ static int cmd_own(int argc, char **argv)
 	void *mem;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "a:g:n:d:")) != -1) {
+	while ((opt = getopt(argc, argv, "a:g:n:d:t:c:")) != -1) {
 		switch (opt) {
 		case 'a':
 			action = optarg;
@@ -220,6 +261,12 @@ static int cmd_own(int argc, char **argv)
 		case 'd':
 			delay = num(optarg);
 			break;
+		case 't':
+			tokfile = optarg;
+			break;
+		case 'c':
+			check = num(optarg);
+			break;
 		default:
 			usage("own: unknown option");
 		}
@@ -227,6 +274,8 @@ static int cmd_own(int argc, char **argv)
 	if (argc - optind != 2)
 		usage("own: NAME SIZE expected");
 	size = num(argv[optind + 1]);
+	if (check > size)
+		usage("own: -c LEN larger than SIZE");
 	if (snprintf(pool_name, sizeof(pool_name), "%s-pool",
 		     argv[optind]) >= (int)sizeof(pool_name))
 		usage("own: NAME too long");
@@ -242,10 +291,14 @@ static int cmd_own(int argc, char **argv)
 		die("pool %s: %s", pool_name, errname(ret));
 	ret = kxfer_export_init(&e, argv[optind], pool, 0, size, NULL,
 				KXFER_ACCESS_READ | KXFER_ACCESS_WRITE);
-	if (!ret)
+	if (!ret && tokfile)
+		ret = kxfer_export_add_token(kx, &e, token, &sub);
+	else if (!ret)
 		ret = kxfer_export_add_subscribe(kx, &e, &sub);
 	if (ret)
 		die("export %s: %s", argv[optind], errname(ret));
+	if (tokfile)
+		token_write(tokfile, token);
 	printf("ready\n");
 	fflush(stdout);
 
@@ -261,6 +314,14 @@ static int cmd_own(int argc, char **argv)
 
 	while (go && access(go, F_OK))
 		sleep_ms(10);
+	for (i = 0; i < check; i++)
+		if (((uint8_t *)mem)[i] != pat(i))
+			die("byte %" PRIu64 " of the export is 0x%02x, not 0x%02x: EBADMSG",
+			    i, ((uint8_t *)mem)[i], pat(i));
+	if (check) {
+		printf("check: ok\n");
+		fflush(stdout);
+	}
 	ret = 0;
 	t0 = now_ns();
 	if (!strcmp(action, "del"))
@@ -605,6 +666,161 @@ static int cmd_handles(int argc, char **argv)
 }
 
 /* ---------------------------------------------------------------------- */
+/* scoped                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* 32 hex digits to a token; false if @hex is not that */
+static bool token_parse(const char *hex, uint8_t *token)
+{
+	unsigned int v;
+	int i;
+
+	if (strspn(hex, "0123456789abcdefABCDEF") < 2 * KXFER_TOKEN_LEN)
+		return false;
+	for (i = 0; i < KXFER_TOKEN_LEN; i++) {
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			return false;
+		token[i] = (uint8_t)v;
+	}
+	return true;
+}
+
+static void token_read(const char *path, uint8_t *token)
+{
+	char hex[2 * KXFER_TOKEN_LEN + 2];
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		die("%s: %s", path, errname(errno));
+	if (!fgets(hex, sizeof(hex), f) || !token_parse(hex, token))
+		die("%s: no token: EINVAL", path);
+	fclose(f);
+}
+
+static int cmd_lookup(int argc, char **argv)
+{
+	uint8_t token[KXFER_TOKEN_LEN];
+	struct kxfer_remote_lookup r;
+	uint32_t peer, state;
+	struct kxfer *kx;
+	int ret;
+
+	if (argc != 3 && argc != 4)
+		usage("lookup: PEER EXPORT [TOKEN] expected");
+	if (argc == 4 && !token_parse(argv[3], token))
+		usage("lookup: TOKEN is 32 hex digits");
+	ret = kxfer_open(&kx);
+	if (!ret)
+		ret = kxfer_peer_lookup(kx, argv[1], &peer, &state);
+	if (ret)
+		die("peer %s: %s", argv[1], errname(ret));
+	ret = argc == 4 ? kxfer_remote_lookup_token(kx, peer, argv[2], token, &r) :
+			  kxfer_remote_lookup(kx, peer, argv[2], &r);
+	printf("lookup: %s\n", errname(ret));
+	kxfer_close(kx);
+	return 0;
+}
+
+/* One job of @len bytes between pool offset @loff and export offset 0. */
+static int one_job(struct kxfer *kx, uint32_t op, uint32_t pool,
+		   uint64_t loff, uint32_t peer, uint32_t remote, uint64_t len)
+{
+	struct kxfer_segment seg = { .local_off = loff, .remote_off = 0,
+				     .len = len };
+	struct kxfer_event ev;
+	struct kxfer_job job;
+	unsigned int acc;
+	int ret;
+
+	kxfer_job_init(&job, op, pool, peer, remote, &seg, 1, 9);
+	ret = kxfer_submit(kx, &job, 1, &acc);
+	if (ret)
+		return ret;
+	ret = kxfer_reap(kx, &ev, 1, 1, slow(30000000000LL), 0);
+	if (ret != 1)
+		die("no completion: %s", errname(ret < 0 ? ret : -ETIMEDOUT));
+	return ev.status;
+}
+
+static int cmd_scoped(int argc, char **argv)
+{
+	uint8_t token[KXFER_TOKEN_LEN], bad[KXFER_TOKEN_LEN];
+	char none[KXFER_NAME_MAX];
+	struct kxfer_remote_lookup rx, r;
+	struct kxfer_pool_map map;
+	const char *go = NULL, *name;
+	uint32_t peer, state;
+	uint64_t len, i;
+	struct kxfer *kx;
+	uint8_t *base;
+	int64_t end;
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "g:")) != -1) {
+		if (opt != 'g')
+			usage("scoped: unknown option");
+		go = optarg;
+	}
+	if (argc - optind != 5 || !go)
+		usage("scoped: -g GOFILE PEER EXPORT POOL TOKENFILE LEN expected");
+	name = argv[optind + 1];
+	token_read(argv[optind + 3], token);
+	len = num(argv[optind + 4]);
+	memcpy(bad, token, sizeof(bad));
+	bad[7] ^= 0x10;
+	if (snprintf(none, sizeof(none), "%s.no", name) >= (int)sizeof(none))
+		usage("scoped: EXPORT too long");
+	ret = kxfer_open(&kx);
+	if (!ret)
+		ret = kxfer_pool_attach(kx, argv[optind + 2], &map);
+	if (!ret)
+		ret = kxfer_peer_lookup(kx, argv[optind], &peer, &state);
+	if (ret)
+		die("lookups: %s", errname(ret));
+	if (!len || 2 * len > map.size)
+		usage("scoped: LEN must be at most half the pool");
+	base = map.base;
+
+	/* As soon as it is advertised: the token finds it */
+	end = now_ns() + slow(60000000000LL);
+	while ((ret = kxfer_remote_lookup_token(kx, peer, name, token, &rx)) == -ENOENT &&
+	       now_ns() < end)
+		sleep_ms(10);
+	expect("token", ret, 0);
+	if (rx.len < len)
+		die("export of %" PRIu64 " bytes, %" PRIu64 " expected", (uint64_t)rx.len, len);
+	/* Everything else: as a name that does not exist */
+	expect("no token", kxfer_remote_lookup(kx, peer, name, &r), ENOENT);
+	expect("wrong token", kxfer_remote_lookup_token(kx, peer, name, bad, &r), ENOENT);
+	expect("no such name", kxfer_remote_lookup(kx, peer, none, &r), ENOENT);
+	expect("no such name, token",
+	       kxfer_remote_lookup_token(kx, peer, none, token, &r), ENOENT);
+
+	/* Bytes there and back */
+	for (i = 0; i < len; i++) {
+		base[i] = pat(i);
+		base[len + i] = 0;
+	}
+	expect("write", one_job(kx, KXFER_OP_WRITE, map.handle, 0, peer, rx.handle, len), 0);
+	expect("read", one_job(kx, KXFER_OP_READ, map.handle, len, peer, rx.handle, len), 0);
+	if (memcmp(base, base + len, len))
+		die("read back differs from what was written: EBADMSG");
+	printf("bytes: %" PRIu64 " checked\n", len);
+	printf("ready\n");
+	fflush(stdout);
+
+	while (access(go, F_OK))
+		sleep_ms(10);
+	/* Withdrawn: the handle is stale, the token revoked */
+	expect("write after the withdrawal",
+	       one_job(kx, KXFER_OP_WRITE, map.handle, 0, peer, rx.handle, len), ESTALE);
+	expect("token after the withdrawal",
+	       kxfer_remote_lookup_token(kx, peer, name, token, &r), ENOENT);
+	kxfer_close(kx);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
 /* notify                                                                  */
 /* ---------------------------------------------------------------------- */
 
@@ -673,5 +889,9 @@ int main(int argc, char **argv)
 		return cmd_notify(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "handles"))
 		return cmd_handles(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "scoped"))
+		return cmd_scoped(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "lookup"))
+		return cmd_lookup(argc - 1, argv + 1);
 	usage("unknown command");
 }

@@ -1275,6 +1275,7 @@ ktest2 tenant_kill_poll t_tenant_kill_poll
 ktest2 tenant_del_poll t_tenant_del_poll
 ktest2 tenant_subscribe t_tenant_subscribe
 ktest2 tenant_old_peer t_tenant_old_peer
+ktest2 tenant_scoped t_tenant_scoped
 ktest2 tenant_teardown t_tenant_teardown
 ktest2 export_add_del_live t_export_add_del_live
 ktest2 export_small_mrs t_export_small_mrs

@@ -252,6 +252,55 @@ TEST_F(wire, withdraw)
 	EXPECT_EQ(4, KXFER_WIRE_F_DRAIN);
 }
 
+/*
+ * EXPORT_TOKEN (capability-scoped exports): 72 bytes exactly, a valid
+ * name, a token that is not all zeros.  Whether it was agreed on and
+ * comes before its export is the session's to check (ctrl.c).
+ */
+TEST_F(wire, export_token)
+{
+	struct kxfer_msg_export_token *t = (void *)self->buf;
+	unsigned int len = sizeof(*t);
+
+	ASSERT_EQ(72, len);
+	ASSERT_EQ(16, KXFER_MSG_EXPORT_TOKEN);
+	ASSERT_EQ(KXFER_TOKEN_LEN, KXFER_WIRE_TOKEN_LEN);
+	kxfer_wire_hdr_init(&t->mt_hdr, KXFER_MSG_EXPORT_TOKEN, len, 1, 0);
+	put_name(t->mt_name, "nx1.scoped.0");
+	t->mt_gen = cpu_to_le64(9);
+	memset(t->mt_token, 0xa5, sizeof(t->mt_token));
+	EXPECT_EQ(0, kxfer_wire_check(t, len, 1, &self->why));
+	/* a single bit of token is a token */
+	memset(t->mt_token, 0, sizeof(t->mt_token));
+	t->mt_token[15] = 1;
+	EXPECT_EQ(0, kxfer_wire_check(t, len, 1, &self->why));
+
+	kxfer_wire_hdr_init(&t->mt_hdr, KXFER_MSG_EXPORT_TOKEN, len - 1, 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(t, len - 1, 1, &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
+	kxfer_wire_hdr_init(&t->mt_hdr, KXFER_MSG_EXPORT_TOKEN, len + 16, 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(t, len + 16, 1, &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
+
+	kxfer_wire_hdr_init(&t->mt_hdr, KXFER_MSG_EXPORT_TOKEN, len, 1, 0);
+	put_name(t->mt_name, "");
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(t, len, 1, &self->why));
+	EXPECT_STREQ("bad export name", self->why);
+	memset(t->mt_name, 'k', sizeof(t->mt_name));	/* no NUL */
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(t, len, 1, &self->why));
+	EXPECT_STREQ("bad export name", self->why);
+
+	put_name(t->mt_name, "nx1.scoped.0");
+	memset(t->mt_token, 0, sizeof(t->mt_token));
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(t, len, 1, &self->why));
+	EXPECT_STREQ("export token of zeros", self->why);
+
+	/* A feature bit a kxfer of this version offers, after MRS32. */
+	EXPECT_EQ(16, KXFER_WIRE_F_TOKEN);
+	EXPECT_EQ(KXFER_WIRE_F_TOKEN, KXFER_WIRE_FEATURES & KXFER_WIRE_F_TOKEN);
+	EXPECT_EQ(8, KXFER_WIRE_F_MRS32);
+}
+
 TEST_F(wire, notify_desc)
 {
 	struct kxfer_msg_notify_desc *nd = (void *)self->buf;
