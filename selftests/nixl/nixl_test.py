@@ -425,6 +425,60 @@ PROBES = [
 ]
 
 
+SCOPED_RE = re.compile(rb"export=([A-Za-z0-9._:-]+)\nlen=\d+\ntoken=([0-9a-f]{32})\n")
+MAILBOX_RE = re.compile(rb"mailbox=([A-Za-z0-9._:-]+)\nmailbox_token=([0-9a-f]{32})\n")
+
+
+def lookup(session, export, token=None):
+    """a lookup by another process of this node (selftests/tenant): its
+    errno name, "0" if found"""
+    tenant = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tenant")
+    cmd = [tenant, "lookup", session, export] + ([token] if token else [])
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    m = re.search(r"^lookup: (\S+)$", out, re.M)
+    assert m, out
+    return m.group(1)
+
+
+def t_scoped():
+    """Every export of the agent is capability-scoped: its token is in
+    the agent's metadata (each registration's, and the mailbox's in the
+    conn info), export show says so and never shows it.  On the other
+    node, a process given the token finds the export; without it, with
+    a wrong one, or for a name that does not exist, lookups fail with
+    ENOENT alike; peer show there lists none of them, only counts them."""
+    md = agent.get_agent_metadata()
+    pairs = [(n.decode(), t.decode()) for n, t in SCOPED_RE.findall(md)]
+    pairs += [(n.decode(), t.decode()) for n, t in MAILBOX_RE.findall(md)]
+    assert len(pairs) >= LAYERS + 1, md
+    exports = json.loads(subprocess.run(["kxferctl", "-j", "export", "show"], check=True,
+                                        capture_output=True, text=True).stdout)
+    mine = {e["name"]: e for e in exports if e.get("pid") == os.getpid()}
+    for name, token in pairs:
+        assert mine.get(name, {}).get("lookup") == "token", (name, mine.get(name))
+    shown = subprocess.run("kxferctl -j export show; kxferctl export show; "
+                           "kxferctl -j peer show; kxferctl peer show; dmesg",
+                           shell=True, capture_output=True, text=True).stdout
+    for _, token in pairs:
+        assert token not in shown.lower(), "a token is shown"
+    put("scoped." + args.role, json.dumps(pairs))
+
+    theirs = json.loads(get("scoped." + args.other_role))
+    session = args.session if args.role == "b" else "b"
+    for name, token in theirs:
+        wrong = token[:-1] + ("0" if token[-1] != "0" else "1")
+        got = (lookup(session, name, token), lookup(session, name),
+               lookup(session, name, wrong), lookup(session, name + ".x", token))
+        assert got == ("0", "ENOENT", "ENOENT", "ENOENT"), (name, got)
+    peers = json.loads(subprocess.run(["kxferctl", "-j", "peer", "show", session], check=True,
+                                      capture_output=True, text=True).stdout)
+    names = {n for n, _ in theirs}
+    listed = [r["name"] for r in peers[0].get("remote_exports", []) if r["name"] in names]
+    assert not listed, listed
+    assert peers[0].get("remote_scoped", 0) >= len(theirs), peers[0]
+    meet("scoped")
+
+
 def dmabuf_pools():
     return {n: p for n, p in own_pools().items() if p["kind"] == "dmabuf"}
 
@@ -720,6 +774,7 @@ TESTS = [
     ("metadata_p2p", t_metadata_p2p),
     ("kv_push", t_kv_push),
     ("read_back", t_read_back),
+    ("scoped", t_scoped),
     ("vram_xfer", t_vram_xfer),
     ("vram_errors", t_vram_errors),
     ("send_notif", t_send_notif),

@@ -107,6 +107,49 @@ parseKv(const std::string &s) {
     return kv;
 }
 
+/* A token as the metadata carries it: 32 hex digits, or "" for none. */
+std::string
+tokenHex(const Token &t) {
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+
+    if (!t.set) {
+        return out;
+    }
+    for (uint8_t v : t.b) {
+        out += digits[v >> 4];
+        out += digits[v & 15];
+    }
+    return out;
+}
+
+/* tokenHex()'s format back; false if it is not (the token stays unset) */
+bool
+tokenParse(const std::string &s, Token &t) {
+    t = Token();
+    if (s.empty()) {
+        return true;
+    }
+    if (s.size() != 2 * sizeof(t.b)) {
+        return false;
+    }
+    for (size_t i = 0; i < s.size(); i++) {
+        const int c = tolower(static_cast<unsigned char>(s[i]));
+        int v;
+        if (c >= '0' && c <= '9') {
+            v = c - '0';
+        } else if (c >= 'a' && c <= 'f') {
+            v = c - 'a' + 10;
+        } else {
+            t = Token();
+            return false;
+        }
+        t.b[i / 2] = static_cast<uint8_t>((t.b[i / 2] << 4) | v);
+    }
+    t.set = true;
+    return true;
+}
+
 /*
  * A backend parameter: as given, else from the environment
  * (KXFER_NIXL_<KEY>, for engines that create backends without
@@ -367,6 +410,14 @@ nixlKxferEngine::setup() {
 #endif
     subscribe_ = limits_->features & KXFER_FEAT_EXPORT_SUBSCRIBE;
     release_ = limits_->features & KXFER_FEAT_RELEASE;
+#ifdef KXFER_FEAT_TOKENS
+    tokens_ = limits_->features & KXFER_FEAT_TOKENS;
+#endif
+    if (!tokens_) {
+        NIXL_WARN << "KXFER: the kxfer module has no capability-scoped exports "
+                     "(KXFER_FEAT_TOKENS): this agent's registrations can be looked up "
+                     "by any process of a node with a session to this one";
+    }
     if (!notifyMsg_) {
         NIXL_WARN << "KXFER: the kxfer module has no notifications with a payload "
                      "(KXFER_FEAT_NOTIFY_MSG): genNotif and notifications of transfers "
@@ -407,10 +458,10 @@ nixlKxferEngine::setupMailbox() {
         ret = kxfer_export_init(&e, mailboxName_.c_str(), mailboxPool_, 0, mailboxLen_, nullptr,
                                 KXFER_ACCESS_WRITE);
     }
-    /* subscribed before any peer learns of it: nothing sent at once is lost */
+    /* subscribed before any peer learns of it: nothing sent at once is
+     * lost; found only with its token, which the conn info carries */
     if (!ret) {
-        ret = subscribe_ ? kxfer_export_add_subscribe(kx_, &e, &mailboxSub_) :
-                           kxfer_export_add(kx_, &e);
+        ret = exportAdd(e, subscribe_ ? &mailboxSub_ : nullptr, mailboxToken_);
     }
     if (!ret && !subscribe_) {
         ret = kxfer_notify_subscribe(kx_, mailboxName_.c_str(), &mailboxSub_);
@@ -602,11 +653,10 @@ nixlKxferEngine::registerMem(const nixlBlobDesc &mem,
     ret = kxfer_export_init(&e, md->exportName.c_str(), md->pool, md->addr - md->span, md->len,
                             nullptr, KXFER_ACCESS_READ | KXFER_ACCESS_WRITE);
     /* a transfer of one job carries its notification to the export, which
-     * is subscribed to before any peer can send one */
-    if (!ret && notifyMsg_ && subscribe_) {
-        ret = kxfer_export_add_subscribe(kx_, &e, &md->sub);
-    } else if (!ret) {
-        ret = kxfer_export_add(kx_, &e);
+     * is subscribed to before any peer can send one; only a process given
+     * the metadata, with the export's token, can look it up */
+    if (!ret) {
+        ret = exportAdd(e, notifyMsg_ && subscribe_ ? &md->sub : nullptr, md->token);
     }
     if (!ret && notifyMsg_ && !subscribe_) {
         ret = kxfer_notify_subscribe(kx_, md->exportName.c_str(), &md->sub);
@@ -634,8 +684,10 @@ nixlKxferEngine::deregisterMem(nixlBackendMD *meta) {
     if (md->sub) {
         (void)kxfer_notify_unsubscribe(kx_, md->sub);
     }
-    /* withdraws the export; jobs in flight keep the pages until done */
+    /* withdraws the export, which revokes its token; jobs in flight keep
+     * the pages until done */
     ret = kxfer_pool_unregister(kx_, md->pool);
+    explicit_bzero(md->token.b, sizeof(md->token.b));
     if (ret) {
         NIXL_ERROR << "KXFER: cannot unregister " << md->exportName << ": " << errStr(ret);
     }
@@ -647,7 +699,10 @@ nixlKxferEngine::deregisterMem(nixlBackendMD *meta) {
 /* Metadata and connections                                                */
 /* ---------------------------------------------------------------------- */
 
-/* What a remote agent needs to name the export: never a key or address. */
+/*
+ * What a remote agent needs to reach the export: its name and, as UCX
+ * gives an rkey, its token (never a key or address).
+ */
 nixl_status_t
 nixlKxferEngine::getPublicData(const nixlBackendMD *meta, std::string &str) const {
     const auto *md = static_cast<const LocalMD *>(meta);
@@ -656,7 +711,38 @@ nixlKxferEngine::getPublicData(const nixlBackendMD *meta, std::string &str) cons
         return NIXL_ERR_INVALID_PARAM;
     }
     str = "export=" + md->exportName + "\nlen=" + std::to_string(md->len) + "\n";
+    if (md->token.set) {
+        str += "token=" + tokenHex(md->token) + "\n";
+    }
     return NIXL_SUCCESS;
+}
+
+/* An export, capability-scoped if the module can: @token is its token. */
+int
+nixlKxferEngine::exportAdd(const struct kxfer_export_add &e, uint32_t *sub, Token &token) const {
+    token = Token();
+#ifdef KXFER_FEAT_TOKENS
+    if (tokens_) {
+        const int ret = kxfer_export_add_token(kx_, &e, token.b, sub);
+        token.set = !ret;
+        return ret;
+    }
+#endif
+    return sub ? kxfer_export_add_subscribe(kx_, &e, sub) : kxfer_export_add(kx_, &e);
+}
+
+/* A remote export, with its token if its owner gave one. */
+int
+nixlKxferEngine::remoteLookup(uint32_t peer,
+                              const std::string &name,
+                              const Token &token,
+                              struct kxfer_remote_lookup &rl) const {
+#ifdef KXFER_FEAT_TOKENS
+    if (token.set) {
+        return kxfer_remote_lookup_token(kx_, peer, name.c_str(), token.b, &rl);
+    }
+#endif
+    return kxfer_remote_lookup(kx_, peer, name.c_str(), &rl);
 }
 
 nixl_status_t
@@ -667,6 +753,9 @@ nixlKxferEngine::getConnInfo(std::string &str) const {
         addrs += (addrs.empty() ? "" : ",") + a;
     }
     str = "kxfer=1\nnode=" + node_ + "\naddrs=" + addrs + "\nmailbox=" + mailboxName_ + "\n";
+    if (mailboxToken_.set) {
+        str += "mailbox_token=" + tokenHex(mailboxToken_) + "\n";
+    }
     return NIXL_SUCCESS;
 }
 
@@ -714,6 +803,16 @@ nixlKxferEngine::loadRemoteConnInfo(const std::string &remote_agent,
     ra->node = kv["node"];
     ra->addrs = split(kv["addrs"], ',');
     ra->mailbox = kv["mailbox"];
+    if (!tokenParse(kv["mailbox_token"], ra->mailboxToken)) {
+        NIXL_ERROR << "KXFER: agent " << remote_agent << " sent a malformed mailbox token";
+        return NIXL_ERR_MISMATCH;
+    }
+    if (ra->mailboxToken.set && !tokens_) {
+        NIXL_ERROR << "KXFER: agent " << remote_agent << " exports only to holders of its "
+                   << "tokens, which this node's kxfer module cannot present (no "
+                   << "KXFER_FEAT_TOKENS): update the module";
+        return NIXL_ERR_NOT_SUPPORTED;
+    }
     ra->session = sessionName(*ra);
     if (ra->session.empty() || ra->session.size() >= KXFER_NAME_MAX) {
         NIXL_ERROR << "KXFER: session name '" << ra->session << "' for agent " << remote_agent
@@ -862,6 +961,16 @@ nixlKxferEngine::loadRemoteMD(const nixlBlobDesc &input,
     auto rmd = std::make_unique<RemoteMD>();
     rmd->agent = it->second;
     rmd->exportName = kv["export"];
+    if (!tokenParse(kv["token"], rmd->token)) {
+        NIXL_ERROR << "KXFER: agent " << remote_agent << " sent a malformed export token";
+        return NIXL_ERR_MISMATCH;
+    }
+    if (rmd->token.set && !tokens_) {
+        NIXL_ERROR << "KXFER: agent " << remote_agent << " exports only to holders of its "
+                   << "tokens, which this node's kxfer module cannot present (no "
+                   << "KXFER_FEAT_TOKENS): update the module";
+        return NIXL_ERR_NOT_SUPPORTED;
+    }
     rmd->addr = input.addr;
     rmd->len = input.len;
     /* the remote's export may not be advertised here yet: no waiting */
@@ -893,6 +1002,7 @@ nixlKxferEngine::unloadMD(nixlBackendMD *input) {
 nixl_status_t
 nixlKxferEngine::lookupExportLocked(RemoteAgent &ra,
                                     const std::string &name,
+                                    const Token &token,
                                     size_t len,
                                     bool wait,
                                     uint32_t &handle) const {
@@ -905,7 +1015,7 @@ nixlKxferEngine::lookupExportLocked(RemoteAgent &ra,
     if (status != NIXL_SUCCESS) {
         return status;
     }
-    while ((ret = kxfer_remote_lookup(kx_, ra.peer, name.c_str(), &rl)) == -ENOENT && wait &&
+    while ((ret = remoteLookup(ra.peer, name, token, rl)) == -ENOENT && wait &&
            std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -913,7 +1023,8 @@ nixlKxferEngine::lookupExportLocked(RemoteAgent &ra,
         if (wait) {
             NIXL_ERROR << "KXFER: session '" << ra.session << "' has no export " << name
                        << " of agent " << ra.name << " after " << lookupTimeout_.count()
-                       << " ms (deregistered, or the session is not up: kxferctl peer show "
+                       << " ms (deregistered, metadata of an older registration, whose "
+                       << "token is revoked, or the session is not up: kxferctl peer show "
                        << ra.session << ")";
         }
         return NIXL_ERR_NOT_FOUND;
@@ -944,7 +1055,7 @@ nixlKxferEngine::resolveLocked(RemoteMD &rmd, bool wait) const {
         return NIXL_SUCCESS;
     }
     dropRemoteLocked(rmd.handle);
-    status = lookupExportLocked(ra, rmd.exportName, rmd.len, wait, rmd.handle);
+    status = lookupExportLocked(ra, rmd.exportName, rmd.token, rmd.len, wait, rmd.handle);
     rmd.peer = status == NIXL_SUCCESS ? ra.peer : 0;
     return status;
 }
@@ -961,7 +1072,7 @@ nixlKxferEngine::resolveMailboxLocked(RemoteAgent &ra, bool wait) const {
         return NIXL_SUCCESS;
     }
     dropRemoteLocked(ra.mailboxHandle);
-    status = lookupExportLocked(ra, ra.mailbox, 0, wait, ra.mailboxHandle);
+    status = lookupExportLocked(ra, ra.mailbox, ra.mailboxToken, 0, wait, ra.mailboxHandle);
     ra.mailboxPeer = status == NIXL_SUCCESS ? ra.peer : 0;
     return status;
 }
@@ -988,7 +1099,7 @@ nixlKxferEngine::agentAliveLocked(RemoteAgent &ra) const {
         uint32_t handle;
         int ret;
 
-        if (ra.peer && !kxfer_remote_lookup(kx_, ra.peer, ra.mailbox.c_str(), &rl)) {
+        if (ra.peer && !remoteLookup(ra.peer, ra.mailbox, ra.mailboxToken, rl)) {
             dropRemoteLocked(ra.mailboxHandle);
             ra.mailboxHandle = rl.handle;
             ra.mailboxPeer = ra.peer;

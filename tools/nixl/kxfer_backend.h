@@ -43,6 +43,16 @@ struct RemoteAgent;
 struct XferState;
 
 /*
+ * The token of a capability-scoped export (KXFER_EXPORT_TOKEN), which a
+ * peer's process must present to look it up; or none (@set false: the
+ * module has no KXFER_FEAT_TOKENS, or the remote agent's has not).
+ */
+struct Token {
+    bool set = false;
+    uint8_t b[KXFER_TOKEN_LEN] = {};
+};
+
+/*
  * Memory this agent registered: a pool of its pages (DRAM) or of a
  * dma-buf the GPU driver made of them (VRAM), and its export.
  */
@@ -58,6 +68,7 @@ public:
     uintptr_t addr = 0; /* the registered buffer, at span + offset */
     size_t len = 0;
     std::string exportName;
+    Token token; /* given out in the metadata (getPublicData) */
     uint32_t sub = 0; /* its notifications' subscription */
 };
 
@@ -68,6 +79,7 @@ public:
 
     std::shared_ptr<RemoteAgent> agent;
     std::string exportName;
+    Token token; /* from the agent's metadata */
     uintptr_t addr = 0; /* the buffer's address on the remote agent */
     size_t len = 0;
     /* kxfer_remote_lookup() result, valid for peer handle @peer */
@@ -81,6 +93,7 @@ struct RemoteAgent {
     std::string node; /* its kxfer node_name */
     std::vector<std::string> addrs; /* its addresses, for messages */
     std::string mailbox; /* its notification export */
+    Token mailboxToken;
     std::string session; /* the kxfer session's name here */
     uint32_t peer = 0; /* kxfer_peer_lookup() handle, 0: not connected */
     uint32_t mailboxHandle = 0; /* remote handle of @mailbox on @peer */
@@ -182,6 +195,7 @@ private:
     bool cancel_ = false; /* the module has KXFER_FEAT_CANCEL */
     bool subscribe_ = false; /* KXFER_FEAT_EXPORT_SUBSCRIBE */
     bool release_ = false; /* KXFER_FEAT_RELEASE: handles are given back */
+    bool tokens_ = false; /* KXFER_FEAT_TOKENS: every export is scoped */
     uint32_t maxNotifyLen_ = 0;
     std::string prefix_; /* of the pool and export names this agent makes */
     mutable uint64_t nextName_ = 0;
@@ -209,6 +223,7 @@ private:
     uint32_t mailboxPool_ = 0;
     uint32_t mailboxSub_ = 0;
     std::string mailboxName_;
+    Token mailboxToken_;
 
     mutable std::unordered_map<std::string, std::shared_ptr<RemoteAgent>> agents_;
     mutable std::unordered_map<uint64_t, std::shared_ptr<XferState>> inflight_;
@@ -224,6 +239,13 @@ private:
     setupMailbox();
     std::string
     newName() const;
+    int
+    exportAdd(const struct kxfer_export_add &e, uint32_t *sub, Token &token) const;
+    int
+    remoteLookup(uint32_t peer,
+                 const std::string &name,
+                 const Token &token,
+                 struct kxfer_remote_lookup &rl) const;
     nixl_status_t
     poolOfDramLocked(LocalMD &md);
     nixl_status_t
@@ -246,6 +268,7 @@ private:
     nixl_status_t
     lookupExportLocked(RemoteAgent &ra,
                        const std::string &name,
+                       const Token &token,
                        size_t len,
                        bool wait,
                        uint32_t &handle) const;
