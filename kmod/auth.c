@@ -257,6 +257,18 @@ void kxfer_key_put(struct kxfer_key *key)
 }
 
 /**
+ * kxfer_key_hold - another use of a key already held
+ * @key: a key the caller holds a use of (kxfer_key_get()), or %NULL
+ *
+ * Dropped with kxfer_key_put().  Any context.
+ */
+void kxfer_key_hold(struct kxfer_key *key)
+{
+	if (key)
+		atomic_inc(&key->k_users);
+}
+
+/**
  * kxfer_keys_destroy_all - wipe and free every key (unload)
  *
  * Listeners and sessions are gone.

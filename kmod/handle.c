@@ -30,6 +30,60 @@ static void kxfer_remote_handle_put(struct kxfer_rhandle *rh)
 }
 
 /**
+ * kxfer_peer_handle_new - a new peer handle of a file
+ * @kf: the file
+ * @s: the session, whose reference the handle takes (or drops, on
+ *	failure)
+ * @handle: out, its number
+ *
+ * Return: 0, %-EMFILE (4096 peer handles), %-ENOMEM.  May sleep.
+ */
+int kxfer_peer_handle_new(struct kxfer_file *kf, struct kxfer_session *s,
+			  u32 *handle)
+{
+	int ret;
+
+	/* Its FENCE gate lives as long as a peer handle names the session. */
+	ret = kxfer_gate_hold(kf, s);
+	if (ret) {
+		kxfer_session_put(s);
+		return ret;
+	}
+	ret = xa_alloc(&kf->kf_peers, handle, s, XA_LIMIT(1, 4096),
+		       GFP_KERNEL);
+	if (ret) {
+		kxfer_gate_unhold(kf, s);
+		kxfer_session_put(s);
+		return ret == -EBUSY ? -EMFILE : ret;
+	}
+	atomic_inc(&s->s_handles);
+	return 0;
+}
+
+/**
+ * kxfer_peer_handle_drop - give back a peer handle just made
+ * @kf: the file
+ * @handle: from kxfer_peer_handle_new()
+ * @s: its session
+ *
+ * For a call that fails after making it (copy_to_user()); unless another
+ * thread of the file released it meanwhile.  May sleep.
+ */
+void kxfer_peer_handle_drop(struct kxfer_file *kf, u32 handle,
+			    struct kxfer_session *s)
+{
+	bool mine;
+
+	xa_lock(&kf->kf_peers);
+	mine = xa_load(&kf->kf_peers, handle) == s;
+	if (mine)
+		__xa_erase(&kf->kf_peers, handle);
+	xa_unlock(&kf->kf_peers);
+	if (mine)
+		kxfer_peer_handle_put(kf, s);
+}
+
+/**
  * kxfer_ioc_peer_lookup - KXFER_IOC_PEER_LOOKUP
  * @kf: the file
  * @uarg: struct kxfer_peer_lookup in user memory
@@ -51,26 +105,14 @@ long kxfer_ioc_peer_lookup(struct kxfer_file *kf, void __user *uarg)
 	s = kxfer_session_find(pl.name);
 	if (!s)
 		return -ENOENT;
-	/* Its FENCE gate lives as long as a peer handle names the session. */
-	ret = kxfer_gate_hold(kf, s);
-	if (ret) {
-		kxfer_session_put(s);
+	ret = kxfer_peer_handle_new(kf, s, &handle);
+	if (ret)
 		return ret;
-	}
-	ret = xa_alloc(&kf->kf_peers, &handle, s, XA_LIMIT(1, 4096),
-		       GFP_KERNEL);
-	if (ret) {
-		kxfer_gate_unhold(kf, s);
-		kxfer_session_put(s);
-		return ret == -EBUSY ? -EMFILE : ret;
-	}
-	atomic_inc(&s->s_handles);
 	pl.handle = handle;
 	pl.state = READ_ONCE(s->s_state);
 	pl.qps = s->s_nqps;
 	if (copy_to_user(uarg, &pl, sizeof(pl))) {
-		if (xa_erase(&kf->kf_peers, handle) == s)
-			kxfer_peer_handle_put(kf, s);
+		kxfer_peer_handle_drop(kf, handle, s);
 		return -EFAULT;
 	}
 	return 0;

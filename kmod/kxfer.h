@@ -818,6 +818,16 @@ struct kxfer_session {
 
 	struct kxfer_sess_auth	s_auth;
 
+	/*
+	 * made on demand (ondemand.c): ends once it had no handle and no
+	 * job for s_idle_s (s_idle_since_ns: since when, 0 while used);
+	 * s_idle_ended under s_mutex
+	 */
+	bool			s_ondemand;
+	bool			s_idle_ended;
+	u32			s_idle_s;
+	u64			s_idle_since_ns;
+
 	/* polled send CQs (poll.c): fixed when the session is made */
 	bool			s_poll;
 	struct mutex		s_poll_mutex;	/* one poller; q_pcq */
@@ -835,6 +845,13 @@ int kxfer_peer_create(const char *name, const struct sockaddr_storage *dst,
 		      struct kxfer_key *key, bool poll,
 		      struct netlink_ext_ack *extack);
 int kxfer_peer_delete(const char *name, struct netlink_ext_ack *extack);
+struct kxfer_session *kxfer_session_on_demand(const struct sockaddr_storage *dst,
+					      unsigned int nqps,
+					      struct kxfer_key *key,
+					      u32 idle_s, bool *made);
+void kxfer_session_on_demand_done(struct kxfer_session *s, bool made,
+				  bool used);
+u64 kxfer_session_idle_ns(const struct kxfer_session *s);
 void kxfer_session_fail(struct kxfer_session *s, int err, const char *why);
 void kxfer_session_wc_failed(struct kxfer_session *s, const struct ib_wc *wc,
 			     int err);
@@ -981,6 +998,7 @@ int kxfer_key_delete(const char *name, struct netlink_ext_ack *extack);
 struct kxfer_key *kxfer_key_get(const char *name,
 				struct netlink_ext_ack *extack);
 void kxfer_key_put(struct kxfer_key *key);
+void kxfer_key_hold(struct kxfer_key *key);
 void kxfer_keys_destroy_all(void);
 
 bool kxfer_auth_listener_refuses(const struct kxfer_listener *l,
@@ -1153,6 +1171,44 @@ void kxfer_file_free_gates(struct kxfer_file *kf);
 int kxfer_gate_hold(struct kxfer_file *kf, struct kxfer_session *s);
 void kxfer_gate_unhold(struct kxfer_file *kf, struct kxfer_session *s);
 long kxfer_ioc_release(struct kxfer_file *kf, void __user *uarg);
+int kxfer_peer_handle_new(struct kxfer_file *kf, struct kxfer_session *s,
+			  u32 *handle);
+void kxfer_peer_handle_drop(struct kxfer_file *kf, u32 handle,
+			    struct kxfer_session *s);
+
+/* ondemand.c: the policy of sessions on demand (KXFER_IOC_CONNECT) */
+
+/**
+ * struct kxfer_connect_rule - one rule of the policy
+ * @cr_node: on kxfer_connect_rules, under kxfer_connect_mutex
+ * @cr_prefix: the addresses it allows
+ * @cr_port: their listeners' port
+ * @cr_key: the key its sessions prove (a user reference), or %NULL
+ * @cr_qps: QPs of its sessions
+ * @cr_idle_s: seconds without a handle or a job before one ends
+ * @cr_made: sessions made under it
+ * @cr_refused: requests it allowed that were refused (ENOSPC)
+ */
+struct kxfer_connect_rule {
+	struct list_head	cr_node;
+	struct kxfer_prefix	cr_prefix;
+	u16			cr_port;
+	struct kxfer_key	*cr_key;
+	u32			cr_qps;
+	u32			cr_idle_s;
+	atomic_t		cr_made;
+	atomic_t		cr_refused;
+};
+
+extern struct mutex kxfer_connect_mutex;
+extern struct list_head kxfer_connect_rules;
+
+int kxfer_connect_rule_add(const struct kxfer_connect_rule *args,
+			   struct netlink_ext_ack *extack);
+int kxfer_connect_rule_del(const struct kxfer_prefix *p, u16 port,
+			   struct netlink_ext_ack *extack);
+void kxfer_connect_rules_destroy_all(void);
+long kxfer_ioc_connect(struct kxfer_file *kf, void __user *uarg);
 /* Caller holds s_mutex. */
 struct kxfer_rexport *kxfer_rexport_find(struct kxfer_session *s,
 					 const char *name);

@@ -182,6 +182,7 @@ static void __exit kxfer_exit(void)
 	kxfer_chardev_unregister();
 	/* No open file remains (each holds a module reference). */
 	kxfer_listeners_destroy_all();
+	kxfer_connect_rules_destroy_all();
 	kxfer_accepts_flush();
 	kxfer_sessions_stop_all();
 	kxfer_keys_destroy_all();

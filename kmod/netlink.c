@@ -122,6 +122,16 @@ static const struct nla_policy kxfer_key_name_policy[KXFER_A_KEY_MAX + 1] = {
 				    .len = KXFER_NAME_MAX - 1 },
 };
 
+/* QPS and IDLE are checked with their reason (ondemand.c) */
+static const struct nla_policy kxfer_connect_policy[KXFER_A_CONNECT_MAX + 1] = {
+	[KXFER_A_CONNECT_PREFIX]	= NLA_POLICY_NESTED(kxfer_prefix_policy),
+	[KXFER_A_CONNECT_PORT]		= NLA_POLICY_MIN(NLA_U16, 1),
+	[KXFER_A_CONNECT_KEY]		= { .type = NLA_NUL_STRING,
+					    .len = KXFER_NAME_MAX - 1 },
+	[KXFER_A_CONNECT_QPS]		= { .type = NLA_U32 },
+	[KXFER_A_CONNECT_IDLE]		= { .type = NLA_U32 },
+};
+
 /*
  * Names of pools, exports and peers: 1 to 31 characters out of letters,
  * digits and ". _ - :", so that they print safely in logs and tables.
@@ -1061,6 +1071,11 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 	    nla_put_u32(skb, KXFER_A_PEER_HANDLES,
 			atomic_read(&s->s_handles)) ||
 	    nla_put_u32(skb, KXFER_A_PEER_DRAINING, s->s_drains) ||
+	    (s->s_ondemand &&
+	     (nla_put_flag(skb, KXFER_A_PEER_ON_DEMAND) ||
+	      nla_put_u32(skb, KXFER_A_PEER_IDLE_TIMEOUT, s->s_idle_s) ||
+	      nla_put_u32(skb, KXFER_A_PEER_IDLE_MS,
+			  div_u64(kxfer_session_idle_ns(s), NSEC_PER_MSEC)))) ||
 	    nla_put_u64_64bit(skb, KXFER_A_PEER_UP_NS, s->s_up_ns,
 			      KXFER_A_PEER_PAD) ||
 	    (s->s_remote_node[0] &&
@@ -1625,6 +1640,113 @@ static int kxfer_nl_key_get_dumpit(struct sk_buff *skb,
 }
 
 /* ---------------------------------------------------------------------- */
+/* The policy of sessions on demand                                        */
+/* ---------------------------------------------------------------------- */
+
+/* A rule's prefix, which must have no bit set past its length, and port. */
+static int kxfer_nl_connect_key(struct genl_info *info, struct kxfer_prefix *p,
+				u16 *port)
+{
+	const struct nlattr *nest = info->attrs[KXFER_A_CONNECT_PREFIX];
+	struct nlattr *tb[KXFER_A_PREFIX_MAX + 1];
+	int ret;
+
+	if (GENL_REQ_ATTR_CHECK(info, KXFER_A_CONNECT_PREFIX))
+		return -EINVAL;
+	ret = kxfer_nl_prefix(nest, p, info->extack);
+	if (ret)
+		return ret;
+	/* Parsed once already: cannot fail */
+	if (nla_parse_nested(tb, KXFER_A_PREFIX_MAX, nest, kxfer_prefix_policy,
+			     NULL))
+		return -EINVAL;
+	if (memcmp(nla_data(tb[KXFER_A_PREFIX_ADDR]), p->p_addr,
+		   nla_len(tb[KXFER_A_PREFIX_ADDR]))) {
+		NL_SET_ERR_MSG_ATTR(info->extack, nest,
+				    "prefix has address bits set past its length");
+		return -EINVAL;
+	}
+	*port = info->attrs[KXFER_A_CONNECT_PORT] ?
+		nla_get_u16(info->attrs[KXFER_A_CONNECT_PORT]) : KXFER_PORT;
+	return 0;
+}
+
+static int kxfer_nl_connect_new_doit(struct sk_buff *skb,
+				     struct genl_info *info)
+{
+	struct kxfer_connect_rule r = {};
+	struct nlattr **tb = info->attrs;
+	int ret;
+
+	ret = kxfer_nl_connect_key(info, &r.cr_prefix, &r.cr_port);
+	if (ret)
+		return ret;
+	r.cr_qps = tb[KXFER_A_CONNECT_QPS] ?
+		   nla_get_u32(tb[KXFER_A_CONNECT_QPS]) : 1;
+	r.cr_idle_s = tb[KXFER_A_CONNECT_IDLE] ?
+		      nla_get_u32(tb[KXFER_A_CONNECT_IDLE]) :
+		      KXFER_CONNECT_IDLE_DEFAULT;
+	r.cr_key = kxfer_nl_key(info, KXFER_A_CONNECT_KEY);
+	if (IS_ERR(r.cr_key))
+		return PTR_ERR(r.cr_key);
+	return kxfer_connect_rule_add(&r, info->extack);
+}
+
+static int kxfer_nl_connect_del_doit(struct sk_buff *skb,
+				     struct genl_info *info)
+{
+	struct kxfer_prefix p;
+	u16 port;
+	int ret;
+
+	ret = kxfer_nl_connect_key(info, &p, &port);
+	return ret ?: kxfer_connect_rule_del(&p, port, info->extack);
+}
+
+static int kxfer_nl_fill_connect(struct sk_buff *skb,
+				 const struct kxfer_connect_rule *r)
+{
+	if (kxfer_nl_put_prefix(skb, KXFER_A_CONNECT_PREFIX, &r->cr_prefix) ||
+	    nla_put_u16(skb, KXFER_A_CONNECT_PORT, r->cr_port) ||
+	    (r->cr_key &&
+	     nla_put_string(skb, KXFER_A_CONNECT_KEY, r->cr_key->k_name)) ||
+	    nla_put_u32(skb, KXFER_A_CONNECT_QPS, r->cr_qps) ||
+	    nla_put_u32(skb, KXFER_A_CONNECT_IDLE, r->cr_idle_s) ||
+	    nla_put_u32(skb, KXFER_A_CONNECT_MADE, atomic_read(&r->cr_made)) ||
+	    nla_put_u32(skb, KXFER_A_CONNECT_REFUSED,
+			atomic_read(&r->cr_refused)))
+		return -EMSGSIZE;
+	return 0;
+}
+
+static int kxfer_nl_connect_get_dumpit(struct sk_buff *skb,
+				       struct netlink_callback *cb)
+{
+	struct kxfer_connect_rule *r;
+	long idx = 0;
+	void *hdr;
+
+	mutex_lock(&kxfer_connect_mutex);
+	list_for_each_entry(r, &kxfer_connect_rules, cr_node) {
+		if (idx++ < cb->args[0])
+			continue;
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				  cb->nlh->nlmsg_seq, &kxfer_genl_family,
+				  NLM_F_MULTI, KXFER_CMD_CONNECT_GET);
+		if (!hdr)
+			break;
+		if (kxfer_nl_fill_connect(skb, r)) {
+			genlmsg_cancel(skb, hdr);
+			break;
+		}
+		genlmsg_end(skb, hdr);
+		cb->args[0] = idx;
+	}
+	mutex_unlock(&kxfer_connect_mutex);
+	return skb->len;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Family                                                                  */
 /* ---------------------------------------------------------------------- */
 
@@ -1753,6 +1875,26 @@ static const struct genl_ops kxfer_nl_ops[] = {
 		.dumpit	= kxfer_nl_key_get_dumpit,
 		.policy	= kxfer_key_name_policy,
 		.maxattr = KXFER_A_KEY_MAX,
+	},
+	{
+		.cmd	= KXFER_CMD_CONNECT_NEW,
+		.doit	= kxfer_nl_connect_new_doit,
+		.policy	= kxfer_connect_policy,
+		.maxattr = KXFER_A_CONNECT_MAX,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= KXFER_CMD_CONNECT_DEL,
+		.doit	= kxfer_nl_connect_del_doit,
+		.policy	= kxfer_connect_policy,
+		.maxattr = KXFER_A_CONNECT_MAX,
+		.flags	= GENL_ADMIN_PERM,
+	},
+	{
+		.cmd	= KXFER_CMD_CONNECT_GET,
+		.dumpit	= kxfer_nl_connect_get_dumpit,
+		.policy	= kxfer_connect_policy,
+		.maxattr = KXFER_A_CONNECT_MAX,
 	},
 };
 

@@ -997,6 +997,75 @@ static unsigned int kxfer_session_next_look(struct kxfer_session *s,
 	return max_t(u64, DIV_ROUND_UP_ULL(next - now, NSEC_PER_MSEC), 10);
 }
 
+/* Jobs accepted on the session that have not ended yet. */
+static u64 kxfer_session_jobs(struct kxfer_session *s)
+{
+	struct kxfer_sess_stats *st = &s->s_stats;
+	u64 ended;
+
+	/*
+	 * Unordered counters: a job counted one way and not yet the other
+	 * is seen on the next tick.  Ended read first, so that a job
+	 * accepted meanwhile counts as in flight.
+	 */
+	ended = atomic64_read(&st->ok) + atomic64_read(&st->err_flush) +
+		atomic64_read(&st->err_access) +
+		atomic64_read(&st->err_timeout) +
+		atomic64_read(&st->err_remote) +
+		atomic64_read(&st->err_stale) + atomic64_read(&st->err_other);
+	return atomic64_read(&st->jobs) - ended;
+}
+
+/**
+ * kxfer_session_idle_ns - how long a session made on demand is unused
+ * @s: the session
+ *
+ * Return: ns since it last had a handle or a job (as its timer saw), 0
+ * while it has one or if it was not made on demand.  Any context.
+ */
+u64 kxfer_session_idle_ns(const struct kxfer_session *s)
+{
+	u64 since = READ_ONCE(s->s_idle_since_ns), now = kxfer_now_ns();
+
+	return s->s_ondemand && since && now > since ? now - since : 0;
+}
+
+/* End a session made on demand: off the list, stopped, by s_destroy_work. */
+static void kxfer_session_idle_stop(struct kxfer_session *s)
+{
+	lockdep_assert_held(&s->s_mutex);
+	WRITE_ONCE(s->s_idle_ended, true);
+	kxfer_session_get(s);
+	queue_work(kxfer_wq, &s->s_destroy_work);
+}
+
+/*
+ * A session made on demand ends once no handle of any file names it and
+ * no job uses it for its rule's idle time, as its timer sees (at least
+ * every reconnect interval while it is down, every keepalive interval
+ * while it is up).  Whoever wants it again asks again.  Caller holds
+ * s_mutex.
+ */
+static bool kxfer_session_idle_end(struct kxfer_session *s, u64 now)
+{
+	if (!s->s_ondemand || s->s_idle_ended)
+		return false;
+	if (atomic_read(&s->s_handles) || kxfer_session_jobs(s)) {
+		WRITE_ONCE(s->s_idle_since_ns, 0);
+		return false;
+	}
+	if (!s->s_idle_since_ns) {
+		WRITE_ONCE(s->s_idle_since_ns, now);
+		return false;
+	}
+	if (now - s->s_idle_since_ns < (u64)s->s_idle_s * NSEC_PER_SEC)
+		return false;
+	kxfer_info("peer %s: made on demand and unused for %u s: ended\n",
+		   s->s_name, s->s_idle_s);
+	kxfer_session_idle_stop(s);
+	return true;
+}
+
 /* Keepalive while connected, reconnect while down. */
 static void kxfer_session_timer(struct work_struct *work)
 {
@@ -1006,6 +1075,11 @@ static void kxfer_session_timer(struct work_struct *work)
 	const char *why;
 
 	mutex_lock(&s->s_mutex);
+	if (s->s_state != KXFER_PEER_CLOSING &&
+	    kxfer_session_idle_end(s, kxfer_now_ns())) {
+		mutex_unlock(&s->s_mutex);
+		return;
+	}
 	/*
 	 * Read the last sign of life first: CQ handlers move it forward at
 	 * any time, and a stamp newer than "now" must not wrap into a huge
@@ -1149,7 +1223,10 @@ static void kxfer_session_stop(struct kxfer_session *s)
 	kxfer_nl_notify_peer(s, true);
 }
 
-/* An accepting session failed: drop it.  Holds a reference of its own. */
+/*
+ * An accepting session failed, or one made on demand is unused: drop it.
+ * Holds a reference of its own.
+ */
 static void kxfer_session_destroy_work(struct work_struct *work)
 {
 	struct kxfer_session *s = container_of(work, struct kxfer_session,
@@ -1724,6 +1801,185 @@ int kxfer_peer_create(const char *name, const struct sockaddr_storage *dst,
 	mutex_unlock(&s->s_mutex);
 	mutex_unlock(&kxfer_sess_mutex);
 	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sessions on demand (ondemand.c holds the policy)                        */
+/* ---------------------------------------------------------------------- */
+
+static u16 kxfer_sa_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+}
+
+/*
+ * A session a request on demand may use: one to @dst's address and port,
+ * else one the node there opened to us, the best by rank; never one that
+ * ends.  Caller holds kxfer_sess_mutex.
+ */
+static struct kxfer_session *
+kxfer_session_by_dst(const struct sockaddr_storage *dst)
+{
+	struct kxfer_session *s, *found = NULL;
+
+	lockdep_assert_held(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node) {
+		if (READ_ONCE(s->s_idle_ended) ||
+		    !kxfer_same_host(&s->s_dst, dst))
+			continue;
+		if (s->s_role == KXFER_PEER_CONNECTOR &&
+		    kxfer_sa_port(&s->s_dst) != kxfer_sa_port(dst))
+			continue;
+		if (!found || kxfer_session_rank(s) > kxfer_session_rank(found))
+			found = s;
+	}
+	return found;
+}
+
+/*
+ * The name of a session made on demand: its address (and port, if not
+ * the default), else, if that is too long or taken, a number.  Caller
+ * holds kxfer_sess_mutex.
+ */
+static void kxfer_on_demand_name(struct kxfer_session *s)
+{
+	const struct sockaddr_in6 *sin6 = (const void *)&s->s_dst;
+	const struct sockaddr_in *sin = (const void *)&s->s_dst;
+	u16 port = kxfer_sa_port(&s->s_dst);
+	char name[64];
+
+	if (s->s_dst.ss_family == AF_INET && port == KXFER_PORT)
+		snprintf(name, sizeof(name), "%pI4", &sin->sin_addr);
+	else if (s->s_dst.ss_family == AF_INET)
+		snprintf(name, sizeof(name), "%pI4:%u", &sin->sin_addr, port);
+	else if (port == KXFER_PORT)
+		snprintf(name, sizeof(name), "%pI6c", &sin6->sin6_addr);
+	else
+		snprintf(name, sizeof(name), "[%pI6c]:%u", &sin6->sin6_addr,
+			 port);
+	if (strlen(name) >= sizeof(s->s_name) || kxfer_session_by_name(name))
+		snprintf(name, sizeof(name), "on-demand-%u", s->s_id);
+	strscpy(s->s_name, name, sizeof(s->s_name));
+}
+
+/*
+ * One of @dst's sessions that is not ending, held for the caller: a
+ * reference and a use (s_handles), so that its idle timer cannot end it
+ * before the caller's handle names it.  Caller holds kxfer_sess_mutex.
+ */
+static struct kxfer_session *
+kxfer_session_on_demand_find(const struct sockaddr_storage *dst)
+{
+	struct kxfer_session *s = kxfer_session_by_dst(dst);
+
+	if (!s)
+		return NULL;
+	mutex_lock(&s->s_mutex);
+	if (s->s_idle_ended) {
+		mutex_unlock(&s->s_mutex);
+		return NULL;
+	}
+	atomic_inc(&s->s_handles);
+	WRITE_ONCE(s->s_idle_since_ns, 0);
+	mutex_unlock(&s->s_mutex);
+	kxfer_session_get(s);
+	return s;
+}
+
+/* How many sessions made on demand exist.  Caller holds kxfer_sess_mutex. */
+static unsigned int kxfer_sessions_on_demand(void)
+{
+	struct kxfer_session *s;
+	unsigned int n = 0;
+
+	list_for_each_entry(s, &kxfer_sessions, s_node)
+		n += s->s_ondemand && !READ_ONCE(s->s_idle_ended);
+	return n;
+}
+
+/**
+ * kxfer_session_on_demand - a session to an address, made if need be
+ * @dst: the remote listener's address and port
+ * @nqps: QPs, 1..KXFER_MAX_QPS, of a session made now
+ * @key: the key a session made now proves (a reference it takes; it is
+ *	dropped otherwise), or %NULL
+ * @idle_s: seconds unused after which a session made now ends
+ * @made: out, whether it was made now
+ *
+ * The session is connected as peer add would (keepalive, reconnects,
+ * @key proven); the call does not wait for it to come up.
+ *
+ * Return: the session, with a reference and a use (s_handles) that the
+ * caller gives back with kxfer_session_on_demand_done();
+ * ERR_PTR(%-ENOSPC) when KXFER_CONNECT_MAX sessions made on demand
+ * exist, or %-ENOMEM.  May sleep.
+ */
+struct kxfer_session *kxfer_session_on_demand(const struct sockaddr_storage *dst,
+					      unsigned int nqps,
+					      struct kxfer_key *key,
+					      u32 idle_s, bool *made)
+{
+	struct kxfer_session *s;
+
+	*made = false;
+	mutex_lock(&kxfer_sess_mutex);
+	s = kxfer_session_on_demand_find(dst);
+	if (s)
+		goto out_key;
+	s = ERR_PTR(-ENOSPC);
+	if (kxfer_sessions_on_demand() >= KXFER_CONNECT_MAX)
+		goto out_key;
+	s = kxfer_session_alloc("", KXFER_PEER_CONNECTOR, nqps,
+				kxfer_default_depth);
+	if (!s) {
+		s = ERR_PTR(-ENOMEM);
+		goto out_key;
+	}
+	s->s_auth.sa_key = key;
+	s->s_ondemand = true;
+	s->s_idle_s = idle_s;
+	memcpy(&s->s_dst, dst, sizeof(s->s_dst));
+	kxfer_on_demand_name(s);
+	atomic_inc(&s->s_handles);
+	list_add_tail(&s->s_node, &kxfer_sessions);
+	kxfer_session_get(s);
+	mutex_lock(&s->s_mutex);
+	kxfer_session_connect(s);
+	mutex_unlock(&s->s_mutex);
+	mutex_unlock(&kxfer_sess_mutex);
+	kxfer_info("peer %s: made on demand\n", s->s_name);
+	*made = true;
+	return s;
+
+out_key:
+	mutex_unlock(&kxfer_sess_mutex);
+	kxfer_key_put(key);
+	return s;
+}
+
+/**
+ * kxfer_session_on_demand_done - give back kxfer_session_on_demand()'s use
+ * @s: the session
+ * @made: it was made by that call
+ * @used: a handle of the caller's names it now
+ *
+ * A session made for a call that then failed ends at once: the call
+ * changes nothing.  Drops the caller's reference.  May sleep.
+ */
+void kxfer_session_on_demand_done(struct kxfer_session *s, bool made,
+				  bool used)
+{
+	mutex_lock(&s->s_mutex);
+	if (atomic_dec_and_test(&s->s_handles) && made && !used &&
+	    !s->s_idle_ended && s->s_state != KXFER_PEER_CLOSING) {
+		kxfer_info("peer %s: made on demand for nothing: ended\n",
+			   s->s_name);
+		kxfer_session_idle_stop(s);
+	}
+	mutex_unlock(&s->s_mutex);
+	kxfer_session_put(s);
 }
 
 /**

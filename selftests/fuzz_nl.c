@@ -113,7 +113,7 @@ enum t { T_NONE, T_U8, T_U16, T_U32, T_S32, T_U64, T_S64, T_STR, T_BIN,
 	 T_NEST, T_PAD, T_SECRET, T_HIST, T_FLAG };
 
 enum aset { S_DEV, S_PORT, S_POOL, S_CHUNK, S_POOLDEV, S_EXPORT, S_LISTEN,
-	    S_PREFIX, S_PEER, S_QP, S_REXP, S_STATS, S_KEY, S_NSETS };
+	    S_PREFIX, S_PEER, S_QP, S_REXP, S_STATS, S_KEY, S_CONNECT, S_NSETS };
 
 struct attr {
 	enum t		type;
@@ -245,6 +245,9 @@ static const struct attr a_peer[] = {
 	[KXFER_A_PEER_LOCAL_EXPORT] = { T_NEST, S_REXP },
 	[KXFER_A_PEER_EXPORTS_OMITTED] = { T_FLAG },
 	[KXFER_A_PEER_REMOTE_SCOPED] = { T_U32 },
+	[KXFER_A_PEER_ON_DEMAND] = { T_FLAG },
+	[KXFER_A_PEER_IDLE_TIMEOUT] = { T_U32 },
+	[KXFER_A_PEER_IDLE_MS] = { T_U32 },
 };
 
 static const struct attr a_qp[] = {
@@ -302,6 +305,16 @@ static const struct attr a_key[] = {
 	[KXFER_A_KEY_USER] = { T_STR },
 };
 
+static const struct attr a_connect[] = {
+	[KXFER_A_CONNECT_PREFIX] = { T_NEST, S_PREFIX },
+	[KXFER_A_CONNECT_PORT] = { T_U16 },
+	[KXFER_A_CONNECT_KEY] = { T_STR },
+	[KXFER_A_CONNECT_QPS] = { T_U32 },
+	[KXFER_A_CONNECT_IDLE] = { T_U32 },
+	[KXFER_A_CONNECT_MADE] = { T_U32 },
+	[KXFER_A_CONNECT_REFUSED] = { T_U32 },
+};
+
 #define SET(a) { a, ARRAY_SIZE(a) - 1 }
 static const struct {
 	const struct attr	*a;
@@ -312,6 +325,7 @@ static const struct {
 	[S_EXPORT] = SET(a_export), [S_LISTEN] = SET(a_listen),
 	[S_PREFIX] = SET(a_prefix), [S_PEER] = SET(a_peer), [S_QP] = SET(a_qp),
 	[S_REXP] = SET(a_rexp), [S_STATS] = SET(a_stats), [S_KEY] = SET(a_key),
+	[S_CONNECT] = SET(a_connect),
 };
 
 /* The ports nest holds KXFER_A_DEV_PORT entries of the port set. */
@@ -338,6 +352,7 @@ static const int e_listen_new[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE
 static const int e_peer_new[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, EEXIST, ENOENT, 0 };
 static const int e_key_new[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, EEXIST, 0 };
 static const int e_key_del[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, ENOENT, EBUSY, 0 };
+static const int e_connect_new[] = { EINVAL, ERANGE, EOPNOTSUPP, ENOMEM, EMSGSIZE, EEXIST, ENOENT, ENOSPC, 0 };
 
 struct cmd {
 	const char	*name;
@@ -368,6 +383,10 @@ static const struct cmd cmds[KXFER_CMD_MAX + 1] = {
 	[KXFER_CMD_KEY_SET] = { "key-set", S_KEY, true, true, false, e_del },
 	[KXFER_CMD_KEY_DEL] = { "key-del", S_KEY, true, true, false, e_key_del },
 	[KXFER_CMD_KEY_GET] = { "key-get", S_KEY, false, true, true, e_get },
+	[KXFER_CMD_CONNECT_NEW] = { "connect-new", S_CONNECT, true, true, false,
+				    e_connect_new },
+	[KXFER_CMD_CONNECT_DEL] = { "connect-del", S_CONNECT, true, true, false, e_del },
+	[KXFER_CMD_CONNECT_GET] = { "connect-get", S_CONNECT, false, false, true, e_get },
 };
 
 /*
@@ -619,6 +638,22 @@ static void build(struct knl *nl, unsigned int cmd, __u16 flags)
 			put_addr(nl, KXFER_A_PEER_ADDR);
 		if (chance(3))
 			put_value(nl, KXFER_A_PEER_KEY, T_STR, 0, 0);
+		break;
+	case KXFER_CMD_CONNECT_NEW:
+	case KXFER_CMD_CONNECT_DEL:
+		/* a prefix, often one of a unicast address, at times valid */
+		if (!chance(10)) {
+			struct nlattr *a = (struct nlattr *)(nl->buf + nl->len);
+			__u8 plen = chance(2) ? 32 : rnd();
+
+			a->nla_type = KXFER_A_CONNECT_PREFIX | NLA_F_NESTED;
+			nl->len += NLA_HDRLEN;
+			put_addr(nl, KXFER_A_PREFIX_ADDR);
+			knl_put(nl, KXFER_A_PREFIX_LEN, &plen, 1);
+			a->nla_len = (char *)nl->buf + nl->len - (char *)a;
+		}
+		if (cmd == KXFER_CMD_CONNECT_NEW && chance(3))
+			put_value(nl, KXFER_A_CONNECT_KEY, T_STR, 0, 0);
 		break;
 	case KXFER_CMD_KEY_NEW:
 	case KXFER_CMD_KEY_SET:
@@ -946,7 +981,31 @@ struct objlist {
 	char	s[256][80];
 	int	n;
 	bool	listen;
+	bool	connect;	/* rules: "ADDR/LEN port PORT" */
 };
+
+/* A connect rule as "ADDR/LEN port PORT", from its prefix nest and port. */
+static void list_connect(struct objlist *l, const struct nlattr *pfx,
+			 const struct nlattr *port)
+{
+	const struct nlattr *a = KNL_NLA_DATA(pfx), *addr = NULL, *len = NULL;
+	int rem = pfx->nla_len - NLA_HDRLEN;
+	char txt[64];
+
+	for (; KNL_NLA_OK(a, rem); a = KNL_NLA_NEXT(a, rem)) {
+		if ((a->nla_type & NLA_TYPE_MASK) == KXFER_A_PREFIX_ADDR)
+			addr = a;
+		else if ((a->nla_type & NLA_TYPE_MASK) == KXFER_A_PREFIX_LEN)
+			len = a;
+	}
+	if (!addr || !len)
+		return;
+	inet_ntop(addr->nla_len - NLA_HDRLEN == 4 ? AF_INET : AF_INET6,
+		  KNL_NLA_DATA(addr), txt, sizeof(txt));
+	snprintf(l->s[l->n++], 80, "%s/%u port %u", txt,
+		 *(__u8 *)KNL_NLA_DATA(len),
+		 port ? *(__u16 *)KNL_NLA_DATA(port) : 0);
+}
 
 static void list_cb(struct nlmsghdr *h, void *arg)
 {
@@ -956,6 +1015,10 @@ static void list_cb(struct nlmsghdr *h, void *arg)
 
 	if (!a || l->n >= 256)
 		return;
+	if (l->connect) {
+		list_connect(l, a, p);
+		return;
+	}
 	if (!l->listen) {
 		snprintf(l->s[l->n++], 80, "%.63s", (char *)KNL_NLA_DATA(a));
 		return;
@@ -972,6 +1035,7 @@ static int list(struct knl *nl, unsigned int cmd, struct objlist *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->listen = cmd == KXFER_CMD_LISTEN_GET;
+	l->connect = cmd == KXFER_CMD_CONNECT_GET;
 	knl_begin(nl, nl->family, cmd, NLM_F_DUMP);
 	return knl_xfer(nl, list_cb, l);
 }
@@ -989,19 +1053,40 @@ static bool listed(const struct objlist *l, const char *s)
 /* In the order they can go: keys last, once nothing uses them. */
 static const unsigned int list_cmds[] = {
 	KXFER_CMD_PEER_GET, KXFER_CMD_LISTEN_GET, KXFER_CMD_EXPORT_GET,
-	KXFER_CMD_POOL_GET, KXFER_CMD_KEY_GET,
+	KXFER_CMD_POOL_GET, KXFER_CMD_CONNECT_GET, KXFER_CMD_KEY_GET,
 };
 #define NLISTS	ARRAY_SIZE(list_cmds)
 
 static const char *const list_names[] = { "peers", "listeners", "exports",
-					  "pools", "keys" };
+					  "pools", "connect rules", "keys" };
+
+/* The request that deletes the connect rule @s ("ADDR/LEN port PORT"). */
+static void put_connect_del(struct knl *nl, const char *s)
+{
+	struct nlattr *a = (struct nlattr *)(nl->buf + nl->len);
+	unsigned int plen = 0, port = 0;
+	unsigned char b[16];
+	char host[80];
+	int v6;
+
+	if (sscanf(s, "%79[^/]/%u port %u", host, &plen, &port) != 3)
+		return;
+	v6 = !!strchr(host, ':');
+	inet_pton(v6 ? AF_INET6 : AF_INET, host, b);
+	a->nla_type = KXFER_A_CONNECT_PREFIX | NLA_F_NESTED;
+	nl->len += NLA_HDRLEN;
+	knl_put(nl, KXFER_A_PREFIX_ADDR, b, v6 ? 16 : 4);
+	knl_put(nl, KXFER_A_PREFIX_LEN, &(__u8){ plen }, 1);
+	a->nla_len = (char *)nl->buf + nl->len - (char *)a;
+	knl_put(nl, KXFER_A_CONNECT_PORT, &(__u16){ port }, 2);
+}
 
 /* Delete what is not in @base; then compare. */
 static int cleanup(struct knl *nl, struct objlist *base)
 {
 	static const unsigned int del[] = {
 		KXFER_CMD_PEER_DEL, KXFER_CMD_LISTEN_DEL, KXFER_CMD_EXPORT_DEL,
-		KXFER_CMD_POOL_DEL, KXFER_CMD_KEY_DEL,
+		KXFER_CMD_POOL_DEL, KXFER_CMD_CONNECT_DEL, KXFER_CMD_KEY_DEL,
 	};
 	struct objlist now;
 	int k, i, pass, ret = 0;
@@ -1020,7 +1105,9 @@ static int cleanup(struct knl *nl, struct objlist *base)
 					continue;
 				left++;
 				knl_begin(nl, nl->family, del[k], 0);
-				if (k != 1) {
+				if (list_cmds[k] == KXFER_CMD_CONNECT_GET) {
+					put_connect_del(nl, now.s[i]);
+				} else if (k != 1) {
 					knl_put_str(nl, 1, now.s[i]);
 				} else {
 					unsigned char b[16];

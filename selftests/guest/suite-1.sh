@@ -539,6 +539,9 @@ ktest export_cli t_export_cli
 ktest pool_256m_timing t_pool_256m_timing
 ktest pool_survives_device_removal t_pool_survives_device_removal
 ktest dev_remove_add_monitor t_dev_remove_add_monitor
+# Sessions on demand, before any other session is here: a session the
+# node at an address opened to this one is what a CONNECT there finds.
+ktap_run "$KXFER_TOP/selftests/connect_test"
 # Hostile input and local security (fuzz.sh); the ioctl fuzzer ends with
 # an unload and a load of the module.
 ktap_run "$KXFER_TOP/selftests/sec_test"

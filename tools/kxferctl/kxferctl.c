@@ -17,7 +17,8 @@ static void usage(FILE *fp)
 		"Usage: kxferctl [ OPTIONS ] OBJECT { COMMAND | help }\n"
 		"       kxferctl [ OPTIONS ] monitor\n"
 		"       kxferctl help\n"
-		"where  OBJECT := { dev | pool | export | listen | peer | key | stats | monitor }\n"
+		"where  OBJECT := { dev | pool | export | listen | peer | connect | key | stats |\n"
+		"                   monitor }\n"
 		"       OPTIONS := { -j[son] | -p[retty] | -d[etails] | -V[ersion] | -h[elp] }\n"
 		"Try \"kxferctl OBJECT help\" for the commands of one object.\n");
 }
@@ -116,6 +117,7 @@ static const struct kx_cmd objects[] = {
 	{ "export",	cmd_export },
 	{ "listen",	cmd_listen },
 	{ "peer",	cmd_peer },
+	{ "connect",	cmd_connect },
 	{ "key",	cmd_key },
 	{ "stats",	cmd_stats },
 	{ "monitor",	cmd_monitor },

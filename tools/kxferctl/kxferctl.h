@@ -184,6 +184,7 @@ int cmd_listen(struct kx *kx);
 int cmd_peer(struct kx *kx);
 int cmd_stats(struct kx *kx);
 int cmd_key(struct kx *kx);
+int cmd_connect(struct kx *kx);
 int cmd_monitor(struct kx *kx);
 
 int dev_print(struct kx *kx, struct nlmsghdr *nlh, const char *event);

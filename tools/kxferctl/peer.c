@@ -50,6 +50,9 @@ static const char *const peer_attr_names[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_DRAINING]		= "draining",
 	[KXFER_A_PEER_EXPORTS_OMITTED]	= "exports-omitted",
 	[KXFER_A_PEER_REMOTE_SCOPED]	= "remote-scoped",
+	[KXFER_A_PEER_ON_DEMAND]	= "on-demand",
+	[KXFER_A_PEER_IDLE_TIMEOUT]	= "idle-timeout",
+	[KXFER_A_PEER_IDLE_MS]		= "idle-ms",
 };
 
 static const struct kx_attr_set peer_set = {
@@ -82,6 +85,9 @@ static const struct nla_policy peer_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_DRAINING]		= { .type = NLA_U32 },
 	[KXFER_A_PEER_EXPORTS_OMITTED]	= { .type = NLA_FLAG },
 	[KXFER_A_PEER_REMOTE_SCOPED]	= { .type = NLA_U32 },
+	[KXFER_A_PEER_ON_DEMAND]	= { .type = NLA_FLAG },
+	[KXFER_A_PEER_IDLE_TIMEOUT]	= { .type = NLA_U32 },
+	[KXFER_A_PEER_IDLE_MS]		= { .type = NLA_U32 },
 	[KXFER_A_PEER_UP_NS]		= { .type = NLA_U64 },
 	[KXFER_A_PEER_QP]		= { .type = NLA_NESTED },
 	[KXFER_A_PEER_REMOTE_EXPORT]	= { .type = NLA_NESTED },
@@ -331,6 +337,31 @@ static void peer_retry_print(struct nlattr **tb)
  *
  * Return: 0, or -1 if the message is malformed.
  */
+/* Who uses the session, what it carries, and whether it was made on demand. */
+static void peer_use_print(struct nlattr **tb)
+{
+	if (tb[KXFER_A_PEER_HANDLES])
+		out_u64("handles", nla_get_u32(tb[KXFER_A_PEER_HANDLES]));
+	if (tb[KXFER_A_PEER_DRAINING])
+		out_u64("draining", nla_get_u32(tb[KXFER_A_PEER_DRAINING]));
+	/* too many to list in one message: name the peer, or look them up */
+	if (tb[KXFER_A_PEER_EXPORTS_OMITTED])
+		out_str("exports", "omitted");
+	/* not listed with the others: only their tokens' holders may know */
+	if (tb[KXFER_A_PEER_REMOTE_SCOPED])
+		out_u64("remote_scoped",
+			nla_get_u32(tb[KXFER_A_PEER_REMOTE_SCOPED]));
+	/* made by a user's KXFER_IOC_CONNECT under a connect rule */
+	if (tb[KXFER_A_PEER_ON_DEMAND]) {
+		out_str("made", "on-demand");
+		if (tb[KXFER_A_PEER_IDLE_TIMEOUT])
+			out_u64("idle_timeout",
+				nla_get_u32(tb[KXFER_A_PEER_IDLE_TIMEOUT]));
+		if (tb[KXFER_A_PEER_IDLE_MS])
+			out_u64("idle_ms", nla_get_u32(tb[KXFER_A_PEER_IDLE_MS]));
+	}
+}
+
 int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 {
 	struct nlattr *tb[KXFER_A_PEER_MAX + 1];
@@ -405,17 +436,7 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 	if (tb[KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS])
 		out_u64("keepalive_timeout_ms",
 			nla_get_u32(tb[KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS]));
-	if (tb[KXFER_A_PEER_HANDLES])
-		out_u64("handles", nla_get_u32(tb[KXFER_A_PEER_HANDLES]));
-	if (tb[KXFER_A_PEER_DRAINING])
-		out_u64("draining", nla_get_u32(tb[KXFER_A_PEER_DRAINING]));
-	/* too many to list in one message: name the peer, or look them up */
-	if (tb[KXFER_A_PEER_EXPORTS_OMITTED])
-		out_str("exports", "omitted");
-	/* not listed with the others: only their tokens' holders may know */
-	if (tb[KXFER_A_PEER_REMOTE_SCOPED])
-		out_u64("remote_scoped",
-			nla_get_u32(tb[KXFER_A_PEER_REMOTE_SCOPED]));
+	peer_use_print(tb);
 	peer_error_print(tb);
 
 	/* last: in text each QP and export is a continuation line */

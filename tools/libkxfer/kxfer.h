@@ -374,6 +374,29 @@ int kxfer_remote_lookup_token(struct kxfer *kx, uint32_t peer,
 			      struct kxfer_remote_lookup *out);
 
 /**
+ * kxfer_connect() - a session to an address, made on demand if need be
+ * @kx: the context
+ * @addr: the remote node's address, IPv4 or IPv6 text
+ * @port: its listener's port, 0 for KXFER_PORT
+ * @out: out, the kernel's answer: handle (a peer handle, as
+ *	kxfer_peer_lookup() gives), state, qps and the session's name
+ *
+ * KXFER_IOC_CONNECT: a session to that address (an administrator's, one
+ * made on demand, or one the node there opened) if there is one, else
+ * one the kernel makes, if the administrator's policy allows it
+ * (kxferctl connect allow); it need not be up yet.  One made on demand
+ * ends once no handle names it and no job uses it for the policy's idle
+ * time: release the handle (kxfer_peer_release()) when done.
+ *
+ * Return: 0; -EINVAL (not an address; or one of no other node), -EACCES
+ * (the policy does not allow it), -ENOSPC (too many sessions made on
+ * demand), -EMFILE, -ENOMEM; -ENOTTY from a module without it
+ * (KXFER_FEAT_CONNECT).
+ */
+int kxfer_connect(struct kxfer *kx, const char *addr, uint16_t port,
+		  struct kxfer_connect *out);
+
+/**
  * kxfer_peer_release() - give back a peer handle
  * @kx: the context
  * @handle: from kxfer_peer_lookup()

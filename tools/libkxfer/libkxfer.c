@@ -27,6 +27,8 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -473,6 +475,27 @@ KX_EXPORT int kxfer_remote_lookup_token(struct kxfer *kx, uint32_t peer,
 	if (ret)
 		return ret;
 	*out = r;
+	return 0;
+}
+
+KX_EXPORT int kxfer_connect(struct kxfer *kx, const char *addr, uint16_t port,
+			    struct kxfer_connect *out)
+{
+	struct kxfer_connect c = { .port = port };
+	int ret;
+
+	if (!addr || !out)
+		return -EINVAL;
+	if (inet_pton(AF_INET, addr, c.addr) == 1)
+		c.family = AF_INET;
+	else if (inet_pton(AF_INET6, addr, c.addr) == 1)
+		c.family = AF_INET6;
+	else
+		return -EINVAL;
+	ret = kx_ioctl(kx->kx_fd, KXFER_IOC_CONNECT, &c);
+	if (ret)
+		return ret;
+	*out = c;
 	return 0;
 }
 

@@ -99,6 +99,8 @@ struct kxfer_query {
  * of KXFER_IOC_REMOTE_LOOKUP
  */
 #define KXFER_FEAT_TOKENS	(1ULL << 11)
+/* KXFER_IOC_CONNECT: sessions on demand, under the administrator's policy */
+#define KXFER_FEAT_CONNECT	(1ULL << 12)
 
 /* Bytes of an export's token (KXFER_EXPORT_TOKEN) */
 #define KXFER_TOKEN_LEN		16
@@ -641,6 +643,57 @@ struct kxfer_release {
 #define KXFER_HANDLE_REMOTE		2
 
 /**
+ * struct kxfer_connect - KXFER_IOC_CONNECT: a session to an address, made
+ *	on demand if the administrator's policy allows it
+ * @flags: in, must be 0
+ * @family: in, AF_INET or AF_INET6
+ * @port: in, the remote listener's port, host order; 0 for KXFER_PORT
+ * @addr: in, 4 (AF_INET, the rest 0) or 16 bytes, network order: a
+ *	unicast address of another node (not unspecified, loopback,
+ *	multicast, broadcast, nor IPv4-mapped)
+ * @handle: out, a peer handle, as KXFER_IOC_PEER_LOOKUP gives
+ * @state: out, enum kxfer_peer_state at the time of the call
+ * @qps: out, QPs of the session
+ * @reserved0: must be 0
+ * @name: out, the session's name (kxferctl peer show)
+ * @reserved: must be 0
+ *
+ * Any user of /dev/kxfer may call it; what it may reach is the
+ * administrator's choice (kxferctl connect allow PREFIX [port P] [key K]
+ * [qps N] [idle SECONDS]).  A session to that address and port (one an
+ * administrator made, one made on demand, or one the node at that
+ * address opened to this one) is used if there is one; else the first
+ * rule whose prefix holds the address and whose port is @port has the
+ * kernel connect, as peer add would: keepalive, reconnects, the rule's
+ * key proven, its QPs.  The call does not wait for the session to come
+ * up: @state says where it is, jobs fail with -ENOTCONN until it is up,
+ * and exports are looked up once it is.  A session made on demand is
+ * listed as such (peer show: on-demand), is named after the address,
+ * and ends once no handle of any file names it and no job uses it for
+ * the rule's idle time (60 s by default); deleting the rule ends none.
+ *
+ * Errors: EINVAL (flags, reserved, family, address), EACCES (no rule
+ * allows the address and port), ENOSPC (KXFER_CONNECT_MAX sessions made
+ * on demand exist), EMFILE (the file's peer handles), ENOMEM, EFAULT.
+ * A failed call changes nothing.
+ */
+struct kxfer_connect {
+	__u32 flags;
+	__u16 family;
+	__u16 port;
+	__u8  addr[16];
+	__u32 handle;
+	__u32 state;
+	__u32 qps;
+	__u32 reserved0;
+	char  name[KXFER_NAME_MAX];
+	__u64 reserved[2];
+};
+
+/* Sessions made on demand at most, node-wide */
+#define KXFER_CONNECT_MAX		64
+
+/**
  * struct kxfer_cancel - KXFER_IOC_CANCEL: take back jobs of this file
  *	that have not reached the NIC
  * @user_data: in, with @mask, which jobs: those whose
@@ -801,6 +854,7 @@ struct kxfer_ring_msg {
 #define KXFER_IOC_RING_SETUP	_IOWR(KXFER_IOC_MAGIC, 0x0e, struct kxfer_ring_setup)
 #define KXFER_IOC_RING_MSG	_IOWR(KXFER_IOC_MAGIC, 0x0f, struct kxfer_ring_msg)
 #define KXFER_IOC_RELEASE	_IOW(KXFER_IOC_MAGIC, 0x10, struct kxfer_release)
+#define KXFER_IOC_CONNECT	_IOWR(KXFER_IOC_MAGIC, 0x11, struct kxfer_connect)
 
 /* ---------------------------------------------------------------------- */
 /* Generic netlink family                                                  */
@@ -1086,6 +1140,15 @@ enum {
 	 * counted here and not listed (KXFER_A_PEER_REMOTE_EXPORT)
 	 */
 	KXFER_A_PEER_REMOTE_SCOPED,
+	/* flag: made on demand (KXFER_IOC_CONNECT, a connect rule) */
+	KXFER_A_PEER_ON_DEMAND,
+	/*
+	 * u32, made on demand: seconds without a handle or a job after which
+	 * it ends (its rule's idle)
+	 */
+	KXFER_A_PEER_IDLE_TIMEOUT,
+	/* u32, made on demand: ms it has been without a handle or a job */
+	KXFER_A_PEER_IDLE_MS,
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
@@ -1193,6 +1256,28 @@ enum {
 	KXFER_A_KEY_MAX = __KXFER_A_KEY_MAX - 1
 };
 
+/*
+ * attribute-set "connect": a rule of the policy under which users of
+ * /dev/kxfer may have sessions made on demand (KXFER_IOC_CONNECT)
+ */
+enum {
+	KXFER_A_CONNECT_UNSPEC,
+	KXFER_A_CONNECT_PREFIX,		/* nest, attribute-set "prefix" */
+	KXFER_A_CONNECT_PORT,		/* u16, host order; default KXFER_PORT */
+	KXFER_A_CONNECT_KEY,		/* string: the key its sessions prove */
+	KXFER_A_CONNECT_QPS,		/* u32, 1..KXFER_MAX_QPS; default 1 */
+	/* u32, seconds unused before a session ends, 1..86400; default 60 */
+	KXFER_A_CONNECT_IDLE,
+	KXFER_A_CONNECT_MADE,		/* u32, sessions made under it */
+	KXFER_A_CONNECT_REFUSED,	/* u32, requests it saw refused: ENOSPC */
+
+	__KXFER_A_CONNECT_MAX,
+	KXFER_A_CONNECT_MAX = __KXFER_A_CONNECT_MAX - 1
+};
+
+#define KXFER_CONNECT_IDLE_DEFAULT	60
+#define KXFER_CONNECT_IDLE_MAX		86400
+
 /* Bytes of a key's secret (KXFER_A_KEY_SECRET) */
 #define KXFER_KEY_MIN_LEN	16
 #define KXFER_KEY_MAX_LEN	64
@@ -1262,6 +1347,9 @@ enum {
 	KXFER_CMD_KEY_SET,		/* admin: NAME, SECRET: a new secret */
 	KXFER_CMD_KEY_DEL,		/* admin: NAME, a key nothing uses */
 	KXFER_CMD_KEY_GET,		/* do (NAME) and dump; never the secret */
+	KXFER_CMD_CONNECT_NEW,		/* admin: PREFIX; PORT, KEY, QPS, IDLE */
+	KXFER_CMD_CONNECT_DEL,		/* admin: PREFIX; PORT */
+	KXFER_CMD_CONNECT_GET,		/* dump */
 
 	__KXFER_CMD_MAX,
 	KXFER_CMD_MAX = __KXFER_CMD_MAX - 1
