@@ -410,6 +410,9 @@ nixlKxferEngine::setup() {
 #endif
     subscribe_ = limits_->features & KXFER_FEAT_EXPORT_SUBSCRIBE;
     release_ = limits_->features & KXFER_FEAT_RELEASE;
+#ifdef KXFER_FEAT_CONNECT
+    connect_ = limits_->features & KXFER_FEAT_CONNECT;
+#endif
 #ifdef KXFER_FEAT_TOKENS
     tokens_ = limits_->features & KXFER_FEAT_TOKENS;
 #endif
@@ -863,9 +866,54 @@ nixlKxferEngine::forgetAgentLocked(RemoteAgent &ra) const {
 }
 
 /*
- * A NIXL agent is reached over the kxfer session the administrator made
+ * A peer handle of the session that reaches @ra: the one of its name (an
+ * administrator's peer add, or the session its node opened to this
+ * one), else one to an address of its node, which the kernel makes on
+ * demand where the administrator's policy allows (kxferctl connect
+ * allow).  @ra.via names the session found.
+ *
+ * Return: 0; -ENOENT if there is none and the policy allows none (or
+ * the module has no sessions on demand); another -errno of the kernel.
+ */
+int
+nixlKxferEngine::peerHandleLocked(RemoteAgent &ra, uint32_t &handle, uint32_t &state) const {
+    int ret = kxfer_peer_lookup(kx_, ra.session.c_str(), &handle, &state);
+
+    ra.via = ra.session;
+#ifdef KXFER_FEAT_CONNECT
+    if (ret != -ENOENT || !connect_) {
+        return ret;
+    }
+    for (const auto &addr : ra.addrs) {
+        struct kxfer_connect c;
+        const int err = kxfer_connect(kx_, addr.c_str(), 0, &c);
+
+        if (!err) {
+            handle = c.handle;
+            state = c.state;
+            ra.via = std::string(c.name, strnlen(c.name, sizeof(c.name)));
+            NIXL_INFO << "KXFER: agent " << ra.name << " over session '" << ra.via
+                      << "', made on demand or found for " << addr;
+            return 0;
+        }
+        /* EACCES: the policy does not allow that address; try the next */
+        if (err != -EACCES) {
+            NIXL_WARN << "KXFER: a session on demand to " << addr << " for agent " << ra.name
+                      << ": " << errStr(err);
+            if (ret == -ENOENT) {
+                ret = err;
+            }
+        }
+    }
+#endif
+    return ret;
+}
+
+/*
+ * A NIXL agent is reached over a kxfer session: the administrator's
  * (kxferctl peer add on one side; the other finds the accepting session
- * by the same node name).  The plugin never makes sessions.
+ * by the same node name), else one the kernel makes on demand under the
+ * administrator's policy (kxferctl connect allow).
  */
 nixl_status_t
 nixlKxferEngine::connectLocked(RemoteAgent &ra, bool quiet) const {
@@ -879,10 +927,12 @@ nixlKxferEngine::connectLocked(RemoteAgent &ra, bool quiet) const {
         NIXL_ERROR << "KXFER: agent " << ra.name << " was disconnected";
         return NIXL_ERR_NOT_FOUND;
     }
-    ret = kxfer_peer_lookup(kx_, ra.session.c_str(), &handle, &state);
+    ret = peerHandleLocked(ra, handle, state);
     if (ret == -ENOENT && quiet) {
         NIXL_INFO << "KXFER: no kxfer session '" << ra.session << "' to agent " << ra.name
-                  << " yet (`" << peerAddCommand(ra) << "` makes it)";
+                  << " yet (`" << peerAddCommand(ra) << "` makes it, or `kxferctl connect allow "
+                  << (ra.addrs.empty() ? "ADDR" : ra.addrs[0])
+                  << "` lets this node's users make it on demand)";
         return NIXL_ERR_NOT_FOUND;
     }
     if (ret == -ENOENT) {
@@ -890,15 +940,18 @@ nixlKxferEngine::connectLocked(RemoteAgent &ra, bool quiet) const {
                    << " on node " << ra.node << "; an administrator makes it with `"
                    << peerAddCommand(ra) << "` on this node (and `kxferctl listen "
                    << (ra.addrs.empty() ? "ADDR" : ra.addrs[0]) << "` on node " << ra.node
-                   << "), or the backend parameter 'session' names another";
+                   << "), or lets this node's users make it on demand with `kxferctl connect "
+                   << "allow " << (ra.addrs.empty() ? "ADDR" : ra.addrs[0])
+                   << "`; or the backend parameter 'session' names another";
         return NIXL_ERR_NOT_FOUND;
     }
     if (ret) {
-        NIXL_ERROR << "KXFER: looking up session '" << ra.session << "': " << errStr(ret);
+        NIXL_ERROR << "KXFER: a session to agent " << ra.name << " ('" << ra.session
+                   << "', or on demand): " << errStr(ret);
         return NIXL_ERR_BACKEND;
     }
     if (state != KXFER_PEER_UP) {
-        NIXL_WARN << "KXFER: session '" << ra.session << "' to agent " << ra.name << " is "
+        NIXL_WARN << "KXFER: session '" << ra.via << "' to agent " << ra.name << " is "
                   << peerStateStr(state) << "; transfers fail until it is up";
     }
     ra.peer = handle;
@@ -1021,11 +1074,11 @@ nixlKxferEngine::lookupExportLocked(RemoteAgent &ra,
     }
     if (ret == -ENOENT) {
         if (wait) {
-            NIXL_ERROR << "KXFER: session '" << ra.session << "' has no export " << name
+            NIXL_ERROR << "KXFER: session '" << ra.via << "' has no export " << name
                        << " of agent " << ra.name << " after " << lookupTimeout_.count()
                        << " ms (deregistered, metadata of an older registration, whose "
                        << "token is revoked, or the session is not up: kxferctl peer show "
-                       << ra.session << ")";
+                       << ra.via << ")";
         }
         return NIXL_ERR_NOT_FOUND;
     }
@@ -1107,10 +1160,11 @@ nixlKxferEngine::agentAliveLocked(RemoteAgent &ra) const {
         }
         /* the session again: once, then once a second while it is not up */
         if (now >= nextPeer) {
-            ret = kxfer_peer_lookup(kx_, ra.session.c_str(), &handle, &state);
+            ret = peerHandleLocked(ra, handle, state);
             if (ret) {
                 NIXL_ERROR << "KXFER: agent " << ra.name << " is unreachable: session '"
-                           << ra.session << "' is gone (" << errStr(ret) << ")";
+                           << ra.session << "' is gone, and none on demand (" << errStr(ret)
+                           << ")";
                 return false;
             }
             dropPeerLocked(ra.peer);
@@ -1121,12 +1175,12 @@ nixlKxferEngine::agentAliveLocked(RemoteAgent &ra) const {
         }
         if (state == KXFER_PEER_UP && ++upWithout > 2) {
             NIXL_ERROR << "KXFER: agent " << ra.name << " is gone: its mailbox " << ra.mailbox
-                       << " is not on session '" << ra.session << "'";
+                       << " is not on session '" << ra.via << "'";
             return false;
         }
         if (now - start >= lookupTimeout_) {
             NIXL_ERROR << "KXFER: agent " << ra.name << " is unreachable: session '"
-                       << ra.session << "' is " << peerStateStr(state) << " after "
+                       << ra.via << "' is " << peerStateStr(state) << " after "
                        << lookupTimeout_.count() << " ms";
             return false;
         }
@@ -1399,7 +1453,7 @@ nixlKxferEngine::submitLocked(XferState &st) const {
                    << " to agent " << ra.name << " refused: " << errStr(ret)
                    << (ret == -ENOMEM && lmd && !lmd->dev.empty() ?
                            " (its VRAM was imported for RDMA device " + lmd->dev +
-                               ": is session '" + ra.session + "' on another device?)" :
+                               ": is session '" + ra.via + "' on another device?)" :
                            "");
         st.err = ret;
         st.jobs.resize(st.submitted); /* the rest is never sent */

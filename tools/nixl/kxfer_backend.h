@@ -91,10 +91,11 @@ public:
 struct RemoteAgent {
     std::string name;
     std::string node; /* its kxfer node_name */
-    std::vector<std::string> addrs; /* its addresses, for messages */
+    std::vector<std::string> addrs; /* its node's addresses */
     std::string mailbox; /* its notification export */
     Token mailboxToken;
     std::string session; /* the kxfer session's name here */
+    std::string via; /* the session found: @session, or one made on demand */
     uint32_t peer = 0; /* kxfer_peer_lookup() handle, 0: not connected */
     uint32_t mailboxHandle = 0; /* remote handle of @mailbox on @peer */
     uint32_t mailboxPeer = 0;
@@ -195,6 +196,7 @@ private:
     bool cancel_ = false; /* the module has KXFER_FEAT_CANCEL */
     bool subscribe_ = false; /* KXFER_FEAT_EXPORT_SUBSCRIBE */
     bool release_ = false; /* KXFER_FEAT_RELEASE: handles are given back */
+    bool connect_ = false; /* KXFER_FEAT_CONNECT: sessions on demand */
     bool tokens_ = false; /* KXFER_FEAT_TOKENS: every export is scoped */
     uint32_t maxNotifyLen_ = 0;
     std::string prefix_; /* of the pool and export names this agent makes */
@@ -265,6 +267,8 @@ private:
     forgetAgentLocked(RemoteAgent &ra) const;
     nixl_status_t
     connectLocked(RemoteAgent &ra, bool quiet) const;
+    int
+    peerHandleLocked(RemoteAgent &ra, uint32_t &handle, uint32_t &state) const;
     nixl_status_t
     lookupExportLocked(RemoteAgent &ra,
                        const std::string &name,
