@@ -41,6 +41,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <netinet/in.h>
 
 #include "kxfer.h"
 
@@ -156,6 +157,8 @@ static const char usage_text[] =
 "          takes; with -w, prints \"ready\", waits for FILE, then checks\n"
 "          that pool k holds xfer's seed:SEED pattern at offsets k x LEN on\n"
 "          (what peersim -F SEED -E PREFIX writes)\n"
+"PEER      a session's name, or @ADDR, @ADDR:PORT, @[ADDR]:PORT: a session\n"
+"          on demand to that address (kxfer_connect(), kxferctl connect)\n"
 "exit      0 success, 1 failure (reason on stderr), 2 usage\n";
 
 static _Noreturn __printf(1, 2) void die(const char *fmt, ...)
@@ -427,11 +430,60 @@ static void ctx_remote(struct ctx *c, const char *export,
 		    errname(ret));
 }
 
+static int64_t now_ns(void);
+
+/*
+ * PEER "@ADDR", "@ADDR:PORT" (IPv4) or "@[ADDR]:PORT": a session on
+ * demand (kxfer_connect()), whose exports are waited for up to 30 s (it
+ * need not be up yet).
+ */
+static void ctx_connect(struct ctx *c, const char *peer, const char *export)
+{
+	char addr[INET6_ADDRSTRLEN + 2], *colon;
+	struct kxfer_connect kc;
+	unsigned long port = 0;
+	int64_t end;
+	int ret;
+
+	snprintf(addr, sizeof(addr), "%s", peer + 1);
+	colon = strrchr(addr, ':');
+	if (addr[0] == '[') {
+		if (!colon || colon[-1] != ']')
+			usage("bad peer: %s (@[ADDR]:PORT)", peer);
+		colon[-1] = '\0';
+		memmove(addr, addr + 1, strlen(addr));
+		port = arg_u64("port", colon + 1);
+	} else if (colon && colon == strchr(addr, ':')) {
+		*colon = '\0';
+		port = arg_u64("port", colon + 1);
+	}
+	if (port > 65535)
+		usage("bad port in %s", peer);
+	ret = kxfer_connect(c->kx, addr, port, &kc);
+	if (ret)
+		die("peer %s: %s", peer, errname(ret));
+	c->peer = kc.handle;
+	c->peer_state = kc.state;
+	fprintf(stderr, "xfer: session %.*s for %s\n", (int)sizeof(kc.name),
+		kc.name, peer);
+	c->export = export;
+	end = now_ns() + 30 * 1000000000LL;
+	while ((ret = kxfer_remote_lookup(c->kx, c->peer, export, &c->rx)) ==
+	       -ENOENT && now_ns() < end)
+		usleep(20000);
+	if (ret)
+		die("export %s of peer %s: %s", export, peer, errname(ret));
+}
+
 static void ctx_peer(struct ctx *c, const char *peer, const char *export)
 {
 	int ret;
 
 	c->peer_name = peer;
+	if (peer[0] == '@') {
+		ctx_connect(c, peer, export);
+		return;
+	}
 	ret = kxfer_peer_lookup(c->kx, peer, &c->peer, &c->peer_state);
 	if (ret)
 		die("peer %s: %s", peer, errname(ret));

@@ -1190,6 +1190,66 @@ t_device_delete() {
 
 # --- the end: everything goes, nothing is left --------------------------------
 
+# --- sessions on demand --------------------------------------------------------
+
+OD_PORT=7002
+OD_NAME=$A:$OD_PORT		# a session on demand is named after its address
+
+od_gone() {
+	[ "$(kxferctl -j peer show | jq --arg n "$OD_NAME" 'map(select(.name == $n)) | length')" = 0 ]
+}
+
+# As nobody: xfer's PEER "@ADDR:PORT" asks for a session on demand.
+od_job() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		xfer job "@$OD_NAME" kvw local write 0:524288:4096
+}
+
+# b has no session to a's listener on OD_PORT: an unprivileged process
+# of b gets EACCES without a rule; under "connect allow" it gets a
+# session made on demand (listed as such, named after the address), and
+# its WRITE lands in a's pool; once the process is gone (its handles
+# with it) the session ends after the rule's idle time, and a second
+# request makes a new one.
+t_on_demand() {
+	local out
+
+	if on_a; then
+		kxferctl listen "$A" port $OD_PORT allow 10.99.0.0/24
+		defer kxferctl listen del "$A" port $OD_PORT
+		barrier od-listen
+		barrier od-written
+		xfer check kv $((4096 + 524288)) 4096 char:Q
+		barrier od-checked
+		barrier od-ended
+		return 0
+	fi
+	barrier od-listen
+	xfer fill local 0 4096 char:Q
+	if out=$(od_job 2>&1); then
+		echo "a session on demand without a rule: $out"
+		exit 1
+	fi
+	echo "$out"
+	echo "$out" | grep -q 'EACCES'
+	od_gone
+	kxferctl connect allow "$A" port $OD_PORT idle 3
+	defer kxferctl connect del "$A" port $OD_PORT
+	od_job
+	peer_json "$OD_NAME" | jq -e '.[0] | .made == "on-demand" and .idle_timeout == 3 and
+		.role == "connector" and .remote_node == "a"' >/dev/null
+	barrier od-written
+	barrier od-checked
+	busywait 20000 od_gone
+	dmesg | grep -q "peer $OD_NAME: made on demand and unused for 3 s: ended"
+	# asked again: made again, and it ends again
+	od_job
+	busywait 20000 od_gone
+	kxferctl -j connect show | jq -e --argjson p $OD_PORT \
+		'.[] | select(.port == $p) | .made == 2 and .refused == 0' >/dev/null
+	barrier od-ended
+}
+
 t_teardown() {
 	if on_a; then
 		barrier td-peers-gone
@@ -1282,6 +1342,7 @@ ktest2 export_small_mrs t_export_small_mrs
 ktest2 not_allowed t_not_allowed
 ktest2 wrong_port t_wrong_port
 ktest2 poll_acceptor t_poll_acceptor
+ktest2 on_demand t_on_demand
 KTEST_TIMEOUT=600 ktest2 peersim t_peersim
 KTEST_TIMEOUT=600 ktest2 peersim_regs t_peersim_regs
 ktest2 hostile_peer t_hostile_peer
