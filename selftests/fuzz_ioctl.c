@@ -75,6 +75,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 #include <linux/capability.h>
 #include <linux/dma-heap.h>
 #include <linux/udmabuf.h>
@@ -116,6 +117,8 @@ static const char *opt_pool = "fz0";
 static const char *opt_peer = "";
 static const char *opt_exp_rw = "fze";
 static const char *opt_exp_ro = "fzro";
+/* an IPv4 address a connect rule allows at KXFER_PORT, or "" */
+static const char *opt_connect = "";
 static int opt_verbose;
 
 static struct kxfer_query limits;
@@ -128,7 +131,8 @@ static struct timespec t_start;
 enum call {
 	C_QUERY, C_ATTACH, C_DETACH, C_PEER, C_REMOTE, C_SUBMIT, C_REAP,
 	C_NSUB, C_NUNSUB, C_PUSER, C_PDMABUF, C_EXPADD, C_EXPDEL, C_UNKNOWN,
-	C_MMAP, C_CLOSE, C_ARENA, C_RSETUP, C_RMSG, C_RELEASE, C_NCALLS
+	C_MMAP, C_CLOSE, C_ARENA, C_RSETUP, C_RMSG, C_RELEASE, C_CONNECT,
+	C_NCALLS
 };
 
 static const char *const call_name[C_NCALLS] = {
@@ -136,7 +140,7 @@ static const char *const call_name[C_NCALLS] = {
 	"SUBMIT", "REAP", "NOTIFY_SUBSCRIBE", "NOTIFY_UNSUBSCRIBE",
 	"POOL_USER", "POOL_DMABUF", "EXPORT_ADD", "EXPORT_DEL",
 	"unknown-ioctl", "mmap", "close-under-use", "arena-remap",
-	"RING_SETUP", "RING_MSG", "RELEASE",
+	"RING_SETUP", "RING_MSG", "RELEASE", "CONNECT",
 };
 
 /* errnos each call may return: kmod/chardev.c, kmod/job.c, kmod/event.c, kmod/handle.c, kmod/pool.c */
@@ -166,6 +170,9 @@ static const int set_rsetup[] = { EFAULT, EINVAL, ENOMEM, 0 };
 static const int set_rmsg[] = { EFAULT, EINVAL, ENOENT, ENOSPC, ENOMEM, 0 };
 /* handle.c */
 static const int set_release[] = { EFAULT, EINVAL, ENOENT, 0 };
+/* ondemand.c */
+static const int set_connect[] = { EFAULT, EINVAL, EACCES, ENOSPC, EMFILE,
+				   ENOMEM, 0 };
 /* the arena's own mmap/mprotect/madvise calls */
 static const int set_arena[] = { ENOMEM, EEXIST, 0 };
 /*
@@ -179,7 +186,7 @@ static const int *const call_set[C_NCALLS] = {
 	set_query, set_attach, set_detach, set_lookup, set_lookup, set_submit,
 	set_reap, set_nsub, set_detach, set_puser, set_pdmabuf, set_expadd,
 	set_expdel, set_unknown, set_mmap, set_unknown, set_arena,
-	set_rsetup, set_rmsg, set_release,
+	set_rsetup, set_rmsg, set_release, set_connect,
 };
 
 static atomic_ulong n_calls[C_NCALLS];
@@ -1200,6 +1207,101 @@ static void fz_release(struct thr *t, struct kfd *k)
 		/* Ours no more; a job on it now is refused (ENOENT). */
 		atomic_compare_exchange_strong(known, &h, 0);
 	}
+}
+
+/*
+ * CONNECT: an address of every kind, of which only opt_connect at the
+ * default port is allowed (a rule fuzz.sh makes); a session to it exists
+ * (the peer's), so that the call gives a handle to it and makes none.
+ */
+static void fz_connect(struct thr *t, struct kfd *k)
+{
+	static const char *const a4[] = {
+		"10.99.0.1", "10.99.0.2", "0.0.0.0", "127.0.0.1", "224.0.0.1",
+		"255.255.255.255", "10.1.2.3",
+	};
+	static const char *const a6[] = {
+		"::", "::1", "ff02::1", "::ffff:10.99.0.1", "fd00::1",
+	};
+	struct kxfer_connect c = {}, in, good;
+	enum ptr_kind pk = pick_ptr(t);
+	int ret, err, exact = -1;
+	bool bad_addr = false;
+	char txt[64] = "";
+	void *p;
+
+	switch (rbelow(&t->rng, 6)) {
+	case 0:
+		c.family = AF_INET6;
+		snprintf(txt, sizeof(txt), "%s", a6[rbelow(&t->rng, ARRAY_SIZE(a6))]);
+		inet_pton(AF_INET6, txt, c.addr);
+		bad_addr = strcmp(txt, "fd00::1");
+		break;
+	case 1:
+		c.family = chance(&t->rng, 2) ? rnd(&t->rng) : AF_INET;
+		for (ret = 0; ret < 16; ret++)
+			c.addr[ret] = rnd(&t->rng);
+		c.addr[0] = 0xff;	/* multicast, should the family be AF_INET6 */
+		bad_addr = true;	/* the family, or bytes past an IPv4 one */
+		break;
+	case 2:
+	case 3:
+		if (*opt_connect) {
+			c.family = AF_INET;
+			snprintf(txt, sizeof(txt), "%s", opt_connect);
+			inet_pton(AF_INET, txt, c.addr);
+			break;
+		}
+		/* fall through */
+	default:
+		c.family = AF_INET;
+		snprintf(txt, sizeof(txt), "%s", a4[rbelow(&t->rng, ARRAY_SIZE(a4))]);
+		inet_pton(AF_INET, txt, c.addr);
+		bad_addr = !strcmp(txt, "0.0.0.0") || !strcmp(txt, "127.0.0.1") ||
+			   !strcmp(txt, "224.0.0.1") || !strcmp(txt, "255.255.255.255");
+	}
+	c.port = chance(&t->rng, 2) ? 0 : chance(&t->rng, 2) ? KXFER_PORT :
+		 rnd(&t->rng);
+	if (chance(&t->rng, 8))
+		c.flags = rval(&t->rng);
+	if (chance(&t->rng, 8))
+		c.reserved0 = rval(&t->rng);
+	if (chance(&t->rng, 8))
+		c.reserved[rbelow(&t->rng, 2)] = rval(&t->rng);
+	/* out fields: whatever comes in is ignored */
+	if (chance(&t->rng, 4))
+		c.handle = c.state = c.qps = rval(&t->rng);
+
+	if (c.flags || c.reserved0 || c.reserved[0] || c.reserved[1] || bad_addr)
+		exact = EINVAL;
+	else if (!*opt_connect || strcmp(txt, opt_connect) ||
+		 (c.port && c.port != KXFER_PORT))
+		exact = EACCES;
+	else
+		exact = E_RES;
+	in = c;
+	p = place(t, pk, &c, sizeof(c), &good, 0);
+	if (ptr_faults(pk) || pk == P_CROSS)
+		exact = EFAULT;
+	snprintf(t->desc, sizeof(t->desc),
+		 "CONNECT fd %d arg %s %p family %u addr %s port %u flags 0x%x reserved %x,%llx,%llx",
+		 k->fd, ptr_name[pk], p, in.family, txt[0] ? txt : "(random)",
+		 in.port, in.flags, in.reserved0, (unsigned long long)in.reserved[0],
+		 (unsigned long long)in.reserved[1]);
+	ret = do_ioctl(k->fd, KXFER_IOC_CONNECT, p, &err);
+	check_errno(t, C_CONNECT, ret, err, exact, NULL);
+	if (pk == P_RO && !ret)
+		fail(t, "CONNECT succeeded with a read-only argument");
+	if (ret)
+		return;
+	memcpy(&c, p, sizeof(c));
+	if (!c.handle || c.state > KXFER_PEER_CLOSING || !c.qps ||
+	    c.qps > KXFER_MAX_QPS || !c.name[0] || !memchr(c.name, 0, sizeof(c.name)))
+		fail(t, "CONNECT: handle %u state %u qps %u name \"%.32s\"", c.handle,
+		     c.state, c.qps, c.name);
+	/* the peer's session, looked up by address: a peer handle like any */
+	if (*opt_peer && chance(&t->rng, 2))
+		atomic_store(&k->peer, c.handle);
 }
 
 /*
@@ -3116,6 +3218,7 @@ static void fz_unknown(struct thr *t, struct kfd *k)
 		KXFER_IOC_POOL_DMABUF, KXFER_IOC_EXPORT_ADD,
 		KXFER_IOC_EXPORT_DEL, KXFER_IOC_CANCEL,
 		KXFER_IOC_RING_SETUP, KXFER_IOC_RING_MSG, KXFER_IOC_RELEASE,
+		KXFER_IOC_CONNECT,
 	};
 	unsigned long cmd;
 	unsigned int i, nr, size, dir;
@@ -3385,6 +3488,8 @@ static void fz_one(struct thr *t, struct kfd *k, bool victim)
 		fz_burst(t, k);
 	else if (r < 99)
 		fz_release(t, k);
+	else if (chance(&t->rng, 2))
+		fz_connect(t, k);
 	else
 		fz_submit(t, k);
 }
@@ -3624,11 +3729,14 @@ static void help(void)
 {
 	fprintf(stderr,
 		"usage: fuzz_ioctl [-s SEED] [-i ITERATIONS] [-t THREADS] [-T SECONDS]\n"
-		"                  [-p POOL] [-P PEER] [-e EXPORT_RW] [-r EXPORT_RO] [-v]\n"
+		"                  [-p POOL] [-P PEER] [-e EXPORT_RW] [-r EXPORT_RO]\n"
+		"                  [-c ADDR] [-v]\n"
 		"  SEED default: from the clock (printed); ITERATIONS per thread (20000);\n"
 		"  THREADS (4); SECONDS bounds the fuzzing (60); POOL (fz0, attachable);\n"
 		"  PEER (none): a session whose remote exports EXPORT_RW (fze, read-write,\n"
-		"  as long as POOL) and EXPORT_RO (fzro, read-only, 64 KiB) jobs use.\n");
+		"  as long as POOL) and EXPORT_RO (fzro, read-only, 64 KiB) jobs use;\n"
+		"  ADDR (none): the IPv4 address of PEER's session, which a connect rule\n"
+		"  allows (CONNECT succeeds for it alone).\n");
 	exit(2);
 }
 
@@ -3654,6 +3762,7 @@ int main(int argc, char **argv)
 		{ "peer", required_argument, NULL, 'P' },
 		{ "export", required_argument, NULL, 'e' },
 		{ "export-ro", required_argument, NULL, 'r' },
+		{ "connect", required_argument, NULL, 'c' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -3667,7 +3776,7 @@ int main(int argc, char **argv)
 	int c, fd;
 
 	opt_seed = (__u64)time(NULL) ^ ((__u64)getpid() << 32);
-	while ((c = getopt_long(argc, argv, "s:i:t:T:p:P:e:r:v", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:i:t:T:p:P:e:r:c:v", lopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			opt_seed = strtoull(optarg, NULL, 0);
@@ -3692,6 +3801,9 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			opt_exp_ro = optarg;
+			break;
+		case 'c':
+			opt_connect = optarg;
 			break;
 		case 'v':
 			opt_verbose = 1;

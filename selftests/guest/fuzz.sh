@@ -38,6 +38,8 @@ fuzz_objects_add() {
 	kxferctl export add fzro pool fz0 offset 1M len 64K access read
 	kxferctl listen "$KXFER_SELF_ADDR"
 	kxferctl peer add self "$KXFER_SELF_ADDR" qps 2
+	# CONNECT to this address finds the session "self" (makes none)
+	kxferctl connect allow "$KXFER_SELF_ADDR"
 	busywait 20000 fuzz_peer_up
 }
 
@@ -55,6 +57,7 @@ fuzz_objects_del() {
 	slowwait 20 fuzz_no_peers || kxferctl -j peer show
 	echo "sessions deleted in $((SECONDS - t0)) s"
 	kxferctl listen del "$KXFER_SELF_ADDR" || true
+	kxferctl connect del "$KXFER_SELF_ADDR" || true
 	kxferctl export del fze || true
 	kxferctl export del fzro || true
 	kxferctl pool del fz0 || true
@@ -75,7 +78,7 @@ t_fuzz_ioctl() {
 	fuzz_kaddr_json
 	fuzz_ioctl --seed "$FUZZ_SEED" --threads "$threads" \
 		--iterations "$iters" --time "$secs" --peer self \
-		--pool fz0 --export fze --export-ro fzro
+		--pool fz0 --export fze --export-ro fzro --connect "$KXFER_SELF_ADDR"
 	# Its exports come and go under jobs in flight, its files close under
 	# them: withdrawals drain, so the session never went down (before
 	# the drain, 7 to 29 resets a run, each costing every job on it).
