@@ -21,6 +21,13 @@
 #                                 handles, sessions, pools and exports on
 #                                 both nodes are what they were before
 #
+# and then, with the module loaded afresh and no peer add at all (b's
+# administrator only allows a's address: kxferctl connect allow),
+#
+#   selftests/nixl/nixl_vllm.py   again, decode's add_remote_agent making
+#                                 the session on demand; it ends once the
+#                                 agents are gone and its idle time passed
+#
 # with the GPU drivers' stand-in (selftests/nixl/gpu_standin.c,
 # build/nixl/standin) in LD_LIBRARY_PATH, as libcuda.so.1 and
 # libhsa-runtime64.so.1: VRAM is "GPU memory" of that stand-in, whose
@@ -130,6 +137,43 @@ t_cleanup() {
 	rmmod kxfer
 }
 
+# Sessions on demand: the module afresh, a listening, b's administrator
+# allowing a's address only, and no session at all.
+t_ondemand_setup() {
+	require_nixl
+	kxfer_load node_name="$KXFER_GUEST" max_pools_per_fd=128
+	if on_a; then
+		kxferctl listen "$A" allow 10.99.0.0/24
+	else
+		kxferctl connect allow "$A" idle 5
+	fi
+	[ "$(kxferctl -j peer show | jq length)" = 0 ]
+	barrier nixl-od-ready 60
+}
+
+# The session decode's agent had made on demand (b: "10.99.0.1", a: its
+# accepting side "b") ended once the agents were gone; nothing of the
+# plugin is left; the module unloads.
+t_ondemand_cleanup() {
+	require_nixl
+	local gone='[ "$(kxferctl -j peer show | jq length)" = 0 ]'
+
+	if ! on_a; then
+		kxferctl -j connect show | jq -e '.[0].made >= 1' >/dev/null
+		dmesg | grep -q "peer $A: made on demand and unused for 5 s: ended" ||
+			busywait 30000 sh -c "dmesg | grep -q 'peer $A: made on demand and unused for 5 s: ended'"
+	fi
+	busywait 30000 sh -c "$gone" || { kxferctl peer show; return 1; }
+	[ -z "$(kxferctl -j export show | jq -r '.[] | .name | select(startswith("nx"))')" ]
+	barrier nixl-od-gone 60
+	if on_a; then
+		kxferctl listen del "$A"
+	else
+		kxferctl connect del "$A"
+	fi
+	rmmod kxfer
+}
+
 # NIXL and the plugin (common.sh), the C++ test and the stand-in: else
 # every test skips
 if ! nixl_env || [ ! -x "$NIXL_OUT/nixl_test" ] || [ ! -f "$NIXL_OUT/standin/libcuda.so.1" ]; then
@@ -155,4 +199,9 @@ ktap_nixl churn selftests/nixl/nixl_churn.py --role "$churn_role" --dir "$KXFER_
 	--rounds "${KXFER_NIXL_ROUNDS:-100}"
 ktest completions t_completions
 ktest cleanup t_cleanup
+ktest ondemand_setup t_ondemand_setup
+KTAP_NAME=nixl_vllm_ondemand.py ktap_nixl vllm-od selftests/nixl/nixl_vllm.py \
+	--role "$vllm_role" --dir "$KXFER_SHARED/nixl-vllm-od" --mem "$vllm_mem" \
+	--cuda-lib "$NIXL_OUT/standin/libcuda.so.1"
+ktest ondemand_cleanup t_ondemand_cleanup
 exit 0
