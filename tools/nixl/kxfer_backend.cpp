@@ -950,7 +950,11 @@ nixlKxferEngine::connectLocked(RemoteAgent &ra, bool quiet) const {
                    << "', or on demand): " << errStr(ret);
         return NIXL_ERR_BACKEND;
     }
-    if (state != KXFER_PEER_UP) {
+    if (state != KXFER_PEER_UP && ra.via != ra.session) {
+        /* just made on demand: lookups wait up to lookup_timeout_ms */
+        NIXL_INFO << "KXFER: session '" << ra.via << "' to agent " << ra.name << " is "
+                  << peerStateStr(state) << " (made on demand)";
+    } else if (state != KXFER_PEER_UP) {
         NIXL_WARN << "KXFER: session '" << ra.via << "' to agent " << ra.name << " is "
                   << peerStateStr(state) << "; transfers fail until it is up";
     }
