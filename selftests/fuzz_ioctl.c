@@ -1283,12 +1283,19 @@ static void fz_connect(struct thr *t, struct kfd *k)
 	p = place(t, pk, &c, sizeof(c), &good, 0);
 	if (ptr_faults(pk) || pk == P_CROSS)
 		exact = EFAULT;
+	else if (pk == P_RO && exact == E_RES)	/* made, given back: EFAULT */
+		exact = -1;
 	snprintf(t->desc, sizeof(t->desc),
 		 "CONNECT fd %d arg %s %p family %u addr %s port %u flags 0x%x reserved %x,%llx,%llx",
 		 k->fd, ptr_name[pk], p, in.family, txt[0] ? txt : "(random)",
 		 in.port, in.flags, in.reserved0, (unsigned long long)in.reserved[0],
 		 (unsigned long long)in.reserved[1]);
+	/* a peer handle, as PEER_LOOKUP's: numbers RELEASE gave back return */
+	atomic_fetch_add(&k->hseq, 1);
 	ret = do_ioctl(k->fd, KXFER_IOC_CONNECT, p, &err);
+	if (!ret && !ptr_faults(pk) && pk != P_CROSS)
+		live_set(k, ((struct kxfer_connect *)p)->handle, true);
+	atomic_fetch_add(&k->hseq, 1);
 	check_errno(t, C_CONNECT, ret, err, exact, NULL);
 	if (pk == P_RO && !ret)
 		fail(t, "CONNECT succeeded with a read-only argument");
