@@ -80,6 +80,7 @@
 #include <fstream>
 #include <fcntl.h>
 #include <getopt.h>
+#include <glob.h>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -229,10 +230,39 @@ secsSince(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/* The whole guest's busy and idle seconds (/proc/stat's first line). */
+/*
+ * The whole guest's busy and idle seconds (/proc/stat's first line), and
+ * the RoCE packets its RDMA devices sent and received (their hw_counters
+ * sent_pkts and rcvd_pkts, which rxe keeps): on the timing side these are
+ * every packet of the link, both directions, whichever engine sent them.
+ */
 struct CpuMark {
     double busy = 0, idle = 0, proc = 0;
+    long long pkts = -1; /* -1: no device counts them */
 };
+
+long long
+rocePackets() {
+    glob_t g;
+    long long sum = -1;
+
+    if (glob("/sys/class/infiniband/*/ports/*/hw_counters/sent_pkts", 0, nullptr, &g)) {
+        return -1;
+    }
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        std::string sent = g.gl_pathv[i];
+        std::string rcvd = sent.substr(0, sent.size() - strlen("sent_pkts")) + "rcvd_pkts";
+        for (const std::string &path : {sent, rcvd}) {
+            std::ifstream in(path);
+            long long v;
+            if (in >> v) {
+                sum = (sum < 0 ? 0 : sum) + v;
+            }
+        }
+    }
+    globfree(&g);
+    return sum;
+}
 
 CpuMark
 cpuNow() {
@@ -253,6 +283,7 @@ cpuNow() {
     getrusage(RUSAGE_SELF, &ru);
     m.proc = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
         double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    m.pkts = rocePackets();
     return m;
 }
 
@@ -906,7 +937,8 @@ writeResult(FILE *f, const Agent &a, const Case &c, unsigned rep, unsigned phase
             "\"lat_mean_us\":%.1f,\"lat_min_us\":%.1f,\"lat_max_us\":%.1f,"
             "\"t_busy_secs\":%.4f,\"t_idle_secs\":%.4f,\"t_proc_secs\":%.4f,"
             "\"t_ncpus\":%ld,\"w_busy_secs\":%s,\"w_idle_secs\":%s,\"w_ncpus\":%s,"
-            "\"w_proc_secs\":%s,\"reqs_total\":%" PRIu64 ",\"phase_secs\":%.3f,"
+            "\"w_proc_secs\":%s,\"t_pkts\":%lld,\"reqs_total\":%" PRIu64
+            ",\"phase_secs\":%.3f,"
             "\"checked\":%s}\n",
             opt.tag.c_str(), a.backend.c_str(), c.name.c_str(), c.vllm ? "vllm" : "push",
             c.page, c.together ? "true" : "false", c.inflight, rep, phase, order,
@@ -916,7 +948,8 @@ writeResult(FILE *f, const Agent &a, const Case &c, unsigned rep, unsigned phase
             lat.empty() ? 0 : lat[lat.size() / 2], mean, lat.empty() ? 0 : lat.front(),
             lat.empty() ? 0 : lat.back(), r.t1.busy - r.t0.busy, r.t1.idle - r.t0.idle,
             r.t1.proc - r.t0.proc, sysconf(_SC_NPROCESSORS_ONLN), r.stats[0].c_str(),
-            r.stats[1].c_str(), r.stats[2].c_str(), r.stats[3].c_str(), r.total, r.phaseSecs,
+            r.stats[1].c_str(), r.stats[2].c_str(), r.stats[3].c_str(),
+            r.t0.pkts < 0 || r.t1.pkts < 0 ? -1LL : r.t1.pkts - r.t0.pkts, r.total, r.phaseSecs,
             r.ok ? "true" : "false");
     fflush(f);
 }

@@ -17,6 +17,7 @@ Exit status 0, 1 on any failure, 2 usage.
 """
 
 import argparse
+import glob
 import json
 import logging
 import mmap
@@ -107,14 +108,28 @@ def pattern(offsets):
     return (x & np.uint32(0xFF)).astype(np.uint8)
 
 
+def roce_packets():
+    """RoCE packets this guest's RDMA devices sent and received, or None."""
+    total = None
+    for sent in glob.glob("/sys/class/infiniband/*/ports/*/hw_counters/sent_pkts"):
+        for path in (sent, sent[:-len("sent_pkts")] + "rcvd_pkts"):
+            try:
+                with open(path) as f:
+                    total = (total or 0) + int(f.read())
+            except (OSError, ValueError):
+                pass
+    return total
+
+
 def cpu_now():
-    """The whole guest's busy and idle seconds, and this process's."""
+    """The whole guest's busy and idle seconds, this process's, and the
+    RoCE packets of the guest (roce_packets(); nixl-race.cpp's cpuNow())."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:9]]
     tck = os.sysconf("SC_CLK_TCK")
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ((v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / tck, (v[3] + v[4]) / tck,
-            ru.ru_utime + ru.ru_stime)
+            ru.ru_utime + ru.ru_stime, roce_packets())
 
 
 _perf_fd = None
@@ -362,7 +377,7 @@ def step_req(a, ls, phase, q):
 def worker(side, a, name, case, phase, ls, segs):
     p = str(phase)
     reqs = []
-    m0 = m1 = (0.0, 0.0, 0.0)
+    m0 = m1 = (0.0, 0.0, 0.0, None)
     ended = False
     last = time.monotonic()
     if not side.prefill:
@@ -415,7 +430,7 @@ def timer(side, a, name, case, phase, segs):
     nxt = done_count = 0
     window_open = stopping = False
     lat, reqs, secs = [], 0, 0.0
-    t0 = t1 = (0.0, 0.0, 0.0)
+    t0 = t1 = (0.0, 0.0, 0.0, None)
     w_start = 0.0
     last = time.monotonic()
     if not side.prefill:
@@ -493,7 +508,9 @@ def write_result(f, a, name, case, rep, phase, order, segs, res, prefill):
            "t_busy_secs": round(t1[0] - t0[0], 4), "t_idle_secs": round(t1[1] - t0[1], 4),
            "t_proc_secs": round(t1[2] - t0[2], 4), "t_ncpus": os.cpu_count(),
            "w_busy_secs": float(st[0]), "w_idle_secs": float(st[1]), "w_ncpus": int(st[2]),
-           "w_proc_secs": float(st[3]), "reqs_total": total,
+           "w_proc_secs": float(st[3]),
+           "t_pkts": -1 if t0[3] is None or t1[3] is None else t1[3] - t0[3],
+           "reqs_total": total,
            "phase_secs": round(phase_secs, 3), "checked": ok}
     f.write(json.dumps(row) + "\n")
     f.flush()
