@@ -29,31 +29,11 @@
 /* kxferctl runs and sessions that come and go under TCG */
 #define KXFER_HARNESS_TIMEOUT	180
 #include "harness_main.h"
+#include "test_util.h"
 #include "nl.h"
 
 #define CT_PORT		19880
 #define NOBODY		65534
-
-static int run(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
-}
 
 static const char *self_addr(void)
 {

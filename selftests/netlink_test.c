@@ -22,6 +22,7 @@
 #include "nl.h"
 #include "kselftest_harness.h"
 #include "harness_main.h"
+#include "test_util.h"
 
 #define NOBODY 65534
 
@@ -652,14 +653,6 @@ TEST_F(nl, unprivileged_pool_del)
 	}
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));
 	EXPECT_EQ(EPERM, WEXITSTATUS(st));
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
 }
 
 struct map_racer {

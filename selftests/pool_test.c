@@ -24,22 +24,10 @@
 
 #include "kselftest_harness.h"
 #include "harness_main.h"
+#include "test_util.h"
 
 #define POOL_SIZE	(4UL << 20)
 #define NOBODY		65534
-
-static int run(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static int attach(int fd, const char *name, struct kxfer_pool_attach *a)
 {

@@ -27,6 +27,7 @@
 #include "kxfer.h"	/* libkxfer */
 #include "kselftest_harness.h"
 #include "harness_main.h"
+#include "test_util.h"
 #include "test_peer.h"
 
 #define SRC_POOL	"usrc"
@@ -34,27 +35,6 @@
 #define SRC_SIZE	(4UL << 20)
 #define PG		4096UL
 #define MAXJ		256
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
-}
-
-static int run(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static int set_param(const char *name, const char *val)
 {

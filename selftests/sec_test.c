@@ -27,23 +27,11 @@
 
 #include "kselftest_harness.h"
 #include "harness_main.h"
+#include "test_util.h"
 #include "nl.h"
 
 #define NOBODY		65534
 #define POOL_SIZE	(1UL << 20)
-
-static int run(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* Become uid/gid @id without capabilities; 0 or -1. */
 static int drop_to(unsigned int id)
