@@ -562,18 +562,19 @@ static int cmd_stream(int argc, char **argv)
 /* handles                                                                 */
 /* ---------------------------------------------------------------------- */
 
-/* One 4 KiB WRITE through the handles: its SUBMIT refusal or status. */
-static int one_write(struct kxfer *kx, uint32_t pool, uint32_t peer,
-		     uint32_t remote)
+/* One job of @len bytes between pool offset @loff and export offset 0:
+ * its SUBMIT refusal or status. */
+static int one_job(struct kxfer *kx, uint32_t op, uint32_t pool,
+		   uint64_t loff, uint32_t peer, uint32_t remote, uint64_t len)
 {
-	struct kxfer_segment seg = { .local_off = 0, .remote_off = 0,
-				     .len = 4096 };
+	struct kxfer_segment seg = { .local_off = loff, .remote_off = 0,
+				     .len = len };
 	struct kxfer_event ev;
 	struct kxfer_job job;
 	unsigned int acc;
 	int ret;
 
-	kxfer_job_init(&job, KXFER_OP_WRITE, pool, peer, remote, &seg, 1, 7);
+	kxfer_job_init(&job, op, pool, peer, remote, &seg, 1, 9);
 	ret = kxfer_submit(kx, &job, 1, &acc);
 	if (ret)
 		return ret;
@@ -581,6 +582,13 @@ static int one_write(struct kxfer *kx, uint32_t pool, uint32_t peer,
 	if (ret != 1)
 		die("no completion: %s", errname(ret < 0 ? ret : -ETIMEDOUT));
 	return ev.status;
+}
+
+/* One 4 KiB WRITE through the handles. */
+static int one_write(struct kxfer *kx, uint32_t pool, uint32_t peer,
+		     uint32_t remote)
+{
+	return one_job(kx, KXFER_OP_WRITE, pool, 0, peer, remote, 4096);
 }
 
 static void expect(const char *what, int got, int want)
@@ -719,27 +727,6 @@ static int cmd_lookup(int argc, char **argv)
 	printf("lookup: %s\n", errname(ret));
 	kxfer_close(kx);
 	return 0;
-}
-
-/* One job of @len bytes between pool offset @loff and export offset 0. */
-static int one_job(struct kxfer *kx, uint32_t op, uint32_t pool,
-		   uint64_t loff, uint32_t peer, uint32_t remote, uint64_t len)
-{
-	struct kxfer_segment seg = { .local_off = loff, .remote_off = 0,
-				     .len = len };
-	struct kxfer_event ev;
-	struct kxfer_job job;
-	unsigned int acc;
-	int ret;
-
-	kxfer_job_init(&job, op, pool, peer, remote, &seg, 1, 9);
-	ret = kxfer_submit(kx, &job, 1, &acc);
-	if (ret)
-		return ret;
-	ret = kxfer_reap(kx, &ev, 1, 1, slow(30000000000LL), 0);
-	if (ret != 1)
-		die("no completion: %s", errname(ret < 0 ? ret : -ETIMEDOUT));
-	return ev.status;
 }
 
 static int cmd_scoped(int argc, char **argv)

@@ -898,15 +898,17 @@ static int shows_token(const uint8_t *token)
 		hex);
 }
 
-/* The peer and remote handles files hold on session PEER, or -1. */
-static int peer_handles(void)
+/* The integer a shell command prints (kxferctl -j ... | jq ...), or -1. */
+static int __attribute__((format(printf, 1, 2))) cmd_int(const char *fmt, ...)
 {
-	char cmd[128];
+	char cmd[256];
 	int n = -1;
+	va_list ap;
 	FILE *f;
 
-	snprintf(cmd, sizeof(cmd),
-		 "kxferctl -j peer show %s | jq '.[0].handles'", PEER);
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
 	f = popen(cmd, "r");
 	if (!f)
 		return -1;
@@ -914,6 +916,12 @@ static int peer_handles(void)
 		n = -1;
 	pclose(f);
 	return n;
+}
+
+/* The peer and remote handles files hold on session PEER, or -1. */
+static int peer_handles(void)
+{
+	return cmd_int("kxferctl -j peer show %s | jq '.[0].handles'", PEER);
 }
 
 /* Draw a token as a process would: random, not all zeros. */
@@ -1318,19 +1326,7 @@ static void *detach_attach_race(void *arg)
 
 static int pool_users(const char *pool)
 {
-	char cmd[128];
-	int n = -1;
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd),
-		 "kxferctl -j pool show %s | jq '.[0].attach_count'", pool);
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%d", &n) != 1)
-		n = -1;
-	pclose(f);
-	return n;
+	return cmd_int("kxferctl -j pool show %s | jq '.[0].attach_count'", pool);
 }
 
 TEST_F(upool, pool_user_races_detach)
