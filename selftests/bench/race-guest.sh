@@ -39,7 +39,8 @@
 # the default, or poll: kxfer's session with polled send CQs on both
 # sides, listen and peer add ... cq poll), BENCH_RACE_BACKENDS (the
 # clients' --backends, default KXFER,UCX; NAME:KEY=VALUE... a backend
-# with parameters, e.g. KXFER,UCX,KXFER:poll_us=20), BENCH_PROFILE.
+# with parameters, e.g. KXFER,UCX,KXFER:poll_us=20), BENCH_RACE_KXFER
+# (the kxfer module's parameters, e.g. qp_inflight_mb=1), BENCH_PROFILE.
 
 # shellcheck source=../rig/lib.sh
 source "$KXFER_TOP/selftests/rig/lib.sh"
@@ -60,6 +61,7 @@ CLIENTS=${BENCH_RACE_CLIENTS:-cpp py}
 POLL=${BENCH_RACE_POLL:-busy}
 CQ=${BENCH_RACE_CQ:-irq}
 BACKENDS=${BENCH_RACE_BACKENDS:-KXFER,UCX}
+KXFER_PARAMS=${BENCH_RACE_KXFER:-}
 PROFILE=${BENCH_PROFILE:-0}
 RAW=$KXFER_OUT/raw
 OUT=$KXFER_TOP/build/nixl-ucx
@@ -100,7 +102,8 @@ setup() {
 	local cq=()
 
 	[ "$CQ" != poll ] || cq=(cq poll)
-	kxfer_load node_name="$ROLE"
+	# shellcheck disable=SC2086 # PARAM=VALUE words
+	kxfer_load node_name="$ROLE" $KXFER_PARAMS
 	# generous waits: on a loaded host one guest booted minutes late
 	if on_a; then
 		kxferctl listen "$PREFILL" allow 10.99.0.0/24 "${cq[@]}"

@@ -232,36 +232,49 @@ secsSince(Clock::time_point t0) {
 
 /*
  * The whole guest's busy and idle seconds (/proc/stat's first line), and
- * the RoCE packets its RDMA devices sent and received (their hw_counters
- * sent_pkts and rcvd_pkts, which rxe keeps): on the timing side these are
- * every packet of the link, both directions, whichever engine sent them.
+ * its RDMA devices' port counters (hw_counters, which rxe keeps: packets
+ * sent and received, duplicate and out-of-sequence requests, sequence
+ * NAKs, retries), summed over devices by name, and its network devices'
+ * bytes.  On the timing side sent_pkts + rcvd_pkts is every packet of the
+ * link, both directions, whichever engine sent it, and net_rx_bytes +
+ * net_tx_bytes every byte.
  */
 struct CpuMark {
     double busy = 0, idle = 0, proc = 0;
-    long long pkts = -1; /* -1: no device counts them */
+    std::map<std::string, long long> hw;
 };
 
-long long
-rocePackets() {
+std::map<std::string, long long>
+hwCounters() {
+    std::map<std::string, long long> hw;
     glob_t g;
-    long long sum = -1;
 
-    if (glob("/sys/class/infiniband/*/ports/*/hw_counters/sent_pkts", 0, nullptr, &g)) {
-        return -1;
+    if (glob("/sys/class/infiniband/*/ports/*/hw_counters/*", 0, nullptr, &g)) {
+        return hw;
     }
     for (size_t i = 0; i < g.gl_pathc; i++) {
-        std::string sent = g.gl_pathv[i];
-        std::string rcvd = sent.substr(0, sent.size() - strlen("sent_pkts")) + "rcvd_pkts";
-        for (const std::string &path : {sent, rcvd}) {
-            std::ifstream in(path);
-            long long v;
-            if (in >> v) {
-                sum = (sum < 0 ? 0 : sum) + v;
-            }
+        const std::string path = g.gl_pathv[i];
+        std::ifstream in(path);
+        long long v;
+        if (in >> v) {
+            hw[path.substr(path.rfind('/') + 1)] += v;
         }
     }
     globfree(&g);
-    return sum;
+    /* and the bytes the guest's network devices moved (the loopback's
+     * aside): net_rx_bytes, net_tx_bytes */
+    if (!glob("/sys/class/net/*/statistics/[rt]x_bytes", 0, nullptr, &g)) {
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            const std::string path = g.gl_pathv[i];
+            std::ifstream in(path);
+            long long v;
+            if (path.rfind("/sys/class/net/lo/", 0) != 0 && in >> v) {
+                hw["net_" + path.substr(path.rfind('/') + 1)] += v;
+            }
+        }
+        globfree(&g);
+    }
+    return hw;
 }
 
 CpuMark
@@ -283,7 +296,7 @@ cpuNow() {
     getrusage(RUSAGE_SELF, &ru);
     m.proc = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
         double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-    m.pkts = rocePackets();
+    m.hw = hwCounters();
     return m;
 }
 
@@ -910,6 +923,21 @@ timer(Agent &a, const Case &c, unsigned phase, const std::vector<std::vector<Seg
     return res;
 }
 
+/* The counters' growth over the window, as the members of a JSON object. */
+std::string
+hwDelta(const CpuMark &t0, const CpuMark &t1) {
+    std::string out;
+
+    for (const auto &[name, v] : t1.hw) {
+        const auto it = t0.hw.find(name);
+        if (it == t0.hw.end()) {
+            continue;
+        }
+        out += (out.empty() ? "\"" : ",\"") + name + "\":" + std::to_string(v - it->second);
+    }
+    return out;
+}
+
 void
 writeResult(FILE *f, const Agent &a, const Case &c, unsigned rep, unsigned phase,
             unsigned order, const std::vector<std::vector<Seg>> &segs, const Result &r) {
@@ -937,7 +965,7 @@ writeResult(FILE *f, const Agent &a, const Case &c, unsigned rep, unsigned phase
             "\"lat_mean_us\":%.1f,\"lat_min_us\":%.1f,\"lat_max_us\":%.1f,"
             "\"t_busy_secs\":%.4f,\"t_idle_secs\":%.4f,\"t_proc_secs\":%.4f,"
             "\"t_ncpus\":%ld,\"w_busy_secs\":%s,\"w_idle_secs\":%s,\"w_ncpus\":%s,"
-            "\"w_proc_secs\":%s,\"t_pkts\":%lld,\"reqs_total\":%" PRIu64
+            "\"w_proc_secs\":%s,\"t_hw\":{%s},\"reqs_total\":%" PRIu64
             ",\"phase_secs\":%.3f,"
             "\"checked\":%s}\n",
             opt.tag.c_str(), a.backend.c_str(), c.name.c_str(), c.vllm ? "vllm" : "push",
@@ -949,7 +977,7 @@ writeResult(FILE *f, const Agent &a, const Case &c, unsigned rep, unsigned phase
             lat.empty() ? 0 : lat.back(), r.t1.busy - r.t0.busy, r.t1.idle - r.t0.idle,
             r.t1.proc - r.t0.proc, sysconf(_SC_NPROCESSORS_ONLN), r.stats[0].c_str(),
             r.stats[1].c_str(), r.stats[2].c_str(), r.stats[3].c_str(),
-            r.t0.pkts < 0 || r.t1.pkts < 0 ? -1LL : r.t1.pkts - r.t0.pkts, r.total, r.phaseSecs,
+            hwDelta(r.t0, r.t1).c_str(), r.total, r.phaseSecs,
             r.ok ? "true" : "false");
     fflush(f);
 }

@@ -108,28 +108,41 @@ def pattern(offsets):
     return (x & np.uint32(0xFF)).astype(np.uint8)
 
 
-def roce_packets():
-    """RoCE packets this guest's RDMA devices sent and received, or None."""
-    total = None
-    for sent in glob.glob("/sys/class/infiniband/*/ports/*/hw_counters/sent_pkts"):
-        for path in (sent, sent[:-len("sent_pkts")] + "rcvd_pkts"):
-            try:
-                with open(path) as f:
-                    total = (total or 0) + int(f.read())
-            except (OSError, ValueError):
-                pass
-    return total
+def hw_counters():
+    """The RDMA devices' port counters (hw_counters), summed by name, and
+    the network devices' bytes (net_rx_bytes, net_tx_bytes)."""
+    hw = {}
+    for path in glob.glob("/sys/class/infiniband/*/ports/*/hw_counters/*"):
+        try:
+            with open(path) as f:
+                v = int(f.read())
+        except (OSError, ValueError):
+            continue
+        name = os.path.basename(path)
+        hw[name] = hw.get(name, 0) + v
+    # and the bytes the guest's network devices moved, the loopback's aside
+    for path in glob.glob("/sys/class/net/*/statistics/[rt]x_bytes"):
+        if path.startswith("/sys/class/net/lo/"):
+            continue
+        try:
+            with open(path) as f:
+                v = int(f.read())
+        except (OSError, ValueError):
+            continue
+        name = "net_" + os.path.basename(path)
+        hw[name] = hw.get(name, 0) + v
+    return hw
 
 
 def cpu_now():
     """The whole guest's busy and idle seconds, this process's, and the
-    RoCE packets of the guest (roce_packets(); nixl-race.cpp's cpuNow())."""
+    RDMA devices' counters (hw_counters(); nixl-race.cpp's cpuNow())."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:9]]
     tck = os.sysconf("SC_CLK_TCK")
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ((v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / tck, (v[3] + v[4]) / tck,
-            ru.ru_utime + ru.ru_stime, roce_packets())
+            ru.ru_utime + ru.ru_stime, hw_counters())
 
 
 _perf_fd = None
@@ -377,7 +390,7 @@ def step_req(a, ls, phase, q):
 def worker(side, a, name, case, phase, ls, segs):
     p = str(phase)
     reqs = []
-    m0 = m1 = (0.0, 0.0, 0.0, None)
+    m0 = m1 = (0.0, 0.0, 0.0, {})
     ended = False
     last = time.monotonic()
     if not side.prefill:
@@ -430,7 +443,7 @@ def timer(side, a, name, case, phase, segs):
     nxt = done_count = 0
     window_open = stopping = False
     lat, reqs, secs = [], 0, 0.0
-    t0 = t1 = (0.0, 0.0, 0.0, None)
+    t0 = t1 = (0.0, 0.0, 0.0, {})
     w_start = 0.0
     last = time.monotonic()
     if not side.prefill:
@@ -509,7 +522,7 @@ def write_result(f, a, name, case, rep, phase, order, segs, res, prefill):
            "t_proc_secs": round(t1[2] - t0[2], 4), "t_ncpus": os.cpu_count(),
            "w_busy_secs": float(st[0]), "w_idle_secs": float(st[1]), "w_ncpus": int(st[2]),
            "w_proc_secs": float(st[3]),
-           "t_pkts": -1 if t0[3] is None or t1[3] is None else t1[3] - t0[3],
+           "t_hw": {k: v - t0[3][k] for k, v in t1[3].items() if k in t0[3]},
            "reqs_total": total,
            "phase_secs": round(phase_secs, 3), "checked": ok}
     f.write(json.dumps(row) + "\n")
