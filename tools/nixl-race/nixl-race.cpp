@@ -230,50 +230,48 @@ secsSince(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/*
- * The whole guest's busy and idle seconds (/proc/stat's first line), and
- * its RDMA devices' port counters (hw_counters, which rxe keeps: packets
- * sent and received, duplicate and out-of-sequence requests, sequence
- * NAKs, retries), summed over devices by name, and its network devices'
- * bytes.  On the timing side sent_pkts + rcvd_pkts is every packet of the
- * link, both directions, whichever engine sent it, and net_rx_bytes +
- * net_tx_bytes every byte.
- */
+/* The whole guest's busy and idle seconds (/proc/stat's first line). */
 struct CpuMark {
     double busy = 0, idle = 0, proc = 0;
-    std::map<std::string, long long> hw;
 };
 
-std::map<std::string, long long>
-hwCounters() {
-    std::map<std::string, long long> hw;
+using Counters = std::map<std::string, long long>;
+
+/* Add the integer in each file matching @pattern to @hw, under @prefix and
+ * the file's name; files under @skip are left out. */
+void
+addCounterFiles(Counters &hw, const char *pattern, const std::string &prefix,
+                const std::string &skip = "") {
     glob_t g;
 
-    if (glob("/sys/class/infiniband/*/ports/*/hw_counters/*", 0, nullptr, &g)) {
-        return hw;
+    if (glob(pattern, 0, nullptr, &g)) {
+        return;
     }
     for (size_t i = 0; i < g.gl_pathc; i++) {
         const std::string path = g.gl_pathv[i];
         std::ifstream in(path);
         long long v;
-        if (in >> v) {
-            hw[path.substr(path.rfind('/') + 1)] += v;
+        if ((skip.empty() || path.rfind(skip, 0) != 0) && in >> v) {
+            hw[prefix + path.substr(path.rfind('/') + 1)] += v;
         }
     }
     globfree(&g);
-    /* and the bytes the guest's network devices moved (the loopback's
-     * aside): net_rx_bytes, net_tx_bytes */
-    if (!glob("/sys/class/net/*/statistics/[rt]x_bytes", 0, nullptr, &g)) {
-        for (size_t i = 0; i < g.gl_pathc; i++) {
-            const std::string path = g.gl_pathv[i];
-            std::ifstream in(path);
-            long long v;
-            if (path.rfind("/sys/class/net/lo/", 0) != 0 && in >> v) {
-                hw["net_" + path.substr(path.rfind('/') + 1)] += v;
-            }
-        }
-        globfree(&g);
-    }
+}
+
+/*
+ * The link as this guest sees it: its RDMA devices' port counters
+ * (hw_counters, which rxe keeps: packets sent and received, duplicate and
+ * out-of-sequence requests, sequence NAKs, retries) summed over devices by
+ * name, and its network devices' bytes but the loopback's (net_rx_bytes,
+ * net_tx_bytes).  On the timing side sent_pkts + rcvd_pkts is every packet
+ * of the link, both directions, whichever engine sent it.
+ */
+Counters
+linkCounters() {
+    Counters hw;
+
+    addCounterFiles(hw, "/sys/class/infiniband/*/ports/*/hw_counters/*", "");
+    addCounterFiles(hw, "/sys/class/net/*/statistics/[rt]x_bytes", "net_", "/sys/class/net/lo/");
     return hw;
 }
 
@@ -296,7 +294,6 @@ cpuNow() {
     getrusage(RUSAGE_SELF, &ru);
     m.proc = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
         double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-    m.hw = hwCounters();
     return m;
 }
 
@@ -827,6 +824,7 @@ struct Result {
     unsigned reqs = 0;
     double secs = 0;
     CpuMark t0, t1;
+    Counters hw0, hw1; /* linkCounters() where the window starts and ends */
     std::vector<std::string> stats;
     bool ok = true;
     uint64_t total = 0; /* requests of the phase, warm-up and drain too */
@@ -880,6 +878,7 @@ timer(Agent &a, const Case &c, unsigned phase, const std::vector<std::vector<Seg
                 if (res.reqs >= minReqs && secsSince(wStart) >= opt.secs) {
                     perfCtl("disable\n");
                     res.t1 = cpuNow();
+                    res.hw1 = linkCounters();
                     res.secs = secsSince(wStart);
                     send(a, "mark " + p + " end");
                     stopping = true;
@@ -890,6 +889,7 @@ timer(Agent &a, const Case &c, unsigned phase, const std::vector<std::vector<Seg
                 windowOpen = true;
                 perfCtl("enable\n");
                 res.t0 = cpuNow();
+                res.hw0 = linkCounters();
                 wStart = Clock::now();
                 send(a, "mark " + p + " start");
             }
@@ -925,12 +925,12 @@ timer(Agent &a, const Case &c, unsigned phase, const std::vector<std::vector<Seg
 
 /* The counters' growth over the window, as the members of a JSON object. */
 std::string
-hwDelta(const CpuMark &t0, const CpuMark &t1) {
+hwDelta(const Counters &hw0, const Counters &hw1) {
     std::string out;
 
-    for (const auto &[name, v] : t1.hw) {
-        const auto it = t0.hw.find(name);
-        if (it == t0.hw.end()) {
+    for (const auto &[name, v] : hw1) {
+        const auto it = hw0.find(name);
+        if (it == hw0.end()) {
             continue;
         }
         out += (out.empty() ? "\"" : ",\"") + name + "\":" + std::to_string(v - it->second);
@@ -977,7 +977,7 @@ writeResult(FILE *f, const Agent &a, const Case &c, unsigned rep, unsigned phase
             lat.empty() ? 0 : lat.back(), r.t1.busy - r.t0.busy, r.t1.idle - r.t0.idle,
             r.t1.proc - r.t0.proc, sysconf(_SC_NPROCESSORS_ONLN), r.stats[0].c_str(),
             r.stats[1].c_str(), r.stats[2].c_str(), r.stats[3].c_str(),
-            hwDelta(r.t0, r.t1).c_str(), r.total, r.phaseSecs,
+            hwDelta(r.hw0, r.hw1).c_str(), r.total, r.phaseSecs,
             r.ok ? "true" : "false");
     fflush(f);
 }

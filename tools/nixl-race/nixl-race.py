@@ -108,41 +108,40 @@ def pattern(offsets):
     return (x & np.uint32(0xFF)).astype(np.uint8)
 
 
-def hw_counters():
-    """The RDMA devices' port counters (hw_counters), summed by name, and
-    the network devices' bytes (net_rx_bytes, net_tx_bytes)."""
+def add_counter_files(hw, pattern, prefix="", skip=None):
+    """Add the integer in each file matching pattern to hw, under prefix
+    and the file's name; files under skip are left out."""
+    for path in glob.glob(pattern):
+        if skip and path.startswith(skip):
+            continue
+        try:
+            with open(path) as f:
+                v = int(f.read())
+        except (OSError, ValueError):
+            continue
+        name = prefix + os.path.basename(path)
+        hw[name] = hw.get(name, 0) + v
+
+
+def link_counters():
+    """The link as this guest sees it: its RDMA devices' port counters
+    (hw_counters) summed by name, and its network devices' bytes but the
+    loopback's (net_rx_bytes, net_tx_bytes); nixl-race.cpp's linkCounters()."""
     hw = {}
-    for path in glob.glob("/sys/class/infiniband/*/ports/*/hw_counters/*"):
-        try:
-            with open(path) as f:
-                v = int(f.read())
-        except (OSError, ValueError):
-            continue
-        name = os.path.basename(path)
-        hw[name] = hw.get(name, 0) + v
-    # and the bytes the guest's network devices moved, the loopback's aside
-    for path in glob.glob("/sys/class/net/*/statistics/[rt]x_bytes"):
-        if path.startswith("/sys/class/net/lo/"):
-            continue
-        try:
-            with open(path) as f:
-                v = int(f.read())
-        except (OSError, ValueError):
-            continue
-        name = "net_" + os.path.basename(path)
-        hw[name] = hw.get(name, 0) + v
+    add_counter_files(hw, "/sys/class/infiniband/*/ports/*/hw_counters/*")
+    add_counter_files(hw, "/sys/class/net/*/statistics/[rt]x_bytes", "net_",
+                      "/sys/class/net/lo/")
     return hw
 
 
 def cpu_now():
-    """The whole guest's busy and idle seconds, this process's, and the
-    RDMA devices' counters (hw_counters(); nixl-race.cpp's cpuNow())."""
+    """The whole guest's busy and idle seconds, and this process's."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:9]]
     tck = os.sysconf("SC_CLK_TCK")
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ((v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / tck, (v[3] + v[4]) / tck,
-            ru.ru_utime + ru.ru_stime, hw_counters())
+            ru.ru_utime + ru.ru_stime)
 
 
 _perf_fd = None
@@ -390,7 +389,7 @@ def step_req(a, ls, phase, q):
 def worker(side, a, name, case, phase, ls, segs):
     p = str(phase)
     reqs = []
-    m0 = m1 = (0.0, 0.0, 0.0, {})
+    m0 = m1 = (0.0, 0.0, 0.0)
     ended = False
     last = time.monotonic()
     if not side.prefill:
@@ -443,7 +442,8 @@ def timer(side, a, name, case, phase, segs):
     nxt = done_count = 0
     window_open = stopping = False
     lat, reqs, secs = [], 0, 0.0
-    t0 = t1 = (0.0, 0.0, 0.0, {})
+    t0 = t1 = (0.0, 0.0, 0.0)
+    hw0 = hw1 = {}
     w_start = 0.0
     last = time.monotonic()
     if not side.prefill:
@@ -475,6 +475,7 @@ def timer(side, a, name, case, phase, segs):
                 if reqs >= min_reqs and now - w_start >= args.secs:
                     perf_ctl("disable\n")
                     t1 = cpu_now()
+                    hw1 = link_counters()
                     secs = time.monotonic() - w_start
                     a.send("mark %s end" % p)
                     stopping = True
@@ -482,6 +483,7 @@ def timer(side, a, name, case, phase, segs):
                 window_open = True
                 perf_ctl("enable\n")
                 t0 = cpu_now()
+                hw0 = link_counters()
                 w_start = time.monotonic()
                 a.send("mark %s start" % p)
             if not stopping:
@@ -497,11 +499,11 @@ def timer(side, a, name, case, phase, segs):
     if len(stats) != 5:
         die("bad stats from the other side")
     ok = stats[4] == "ok" and (side.prefill or side.check(name, inflight_n, segs))
-    return lat, reqs, secs, t0, t1, stats, ok, total, phase_secs
+    return lat, reqs, secs, t0, t1, stats, ok, total, phase_secs, hw0, hw1
 
 
 def write_result(f, a, name, case, rep, phase, order, segs, res, prefill):
-    lat, reqs, secs, t0, t1, st, ok, total, phase_secs = res
+    lat, reqs, secs, t0, t1, st, ok, total, phase_secs, hw0, hw1 = res
     vllm, page, together, inflight = case
     nbytes = int(sum(int(layer[:, 2].sum()) for layer in segs))
     descs = sum(len(layer) for layer in segs)
@@ -522,7 +524,7 @@ def write_result(f, a, name, case, rep, phase, order, segs, res, prefill):
            "t_proc_secs": round(t1[2] - t0[2], 4), "t_ncpus": os.cpu_count(),
            "w_busy_secs": float(st[0]), "w_idle_secs": float(st[1]), "w_ncpus": int(st[2]),
            "w_proc_secs": float(st[3]),
-           "t_hw": {k: v - t0[3][k] for k, v in t1[3].items() if k in t0[3]},
+           "t_hw": {k: v - hw0[k] for k, v in hw1.items() if k in hw0},
            "reqs_total": total,
            "phase_secs": round(phase_secs, 3), "checked": ok}
     f.write(json.dumps(row) + "\n")
