@@ -5,8 +5,9 @@
 #
 # It finishes the guest's setup (/lib/modules from the cached kernel, /dev/pts,
 # /dev/shm, tracefs, debugfs, eth0 with $KXFER_SELF_ADDR/24, soft-RoCE device
-# rxe0 on eth0 with its port ACTIVE, and, with two guests, the peer answering
-# ping), runs `bash $KXFER_SCRIPT` as root from $KXFER_TOP with its output on
+# rxe0 on eth0 with its port ACTIVE, with two NICs (vm-run --nics 2) eth1 with
+# $KXFER_SELF_ADDR2/24 and rxe1 on it likewise, and, with two guests, the peer
+# answering ping), runs `bash $KXFER_SCRIPT` as root from $KXFER_TOP with its output on
 # the console and in /out/script.log, then writes /out/dmesg.txt, the script's
 # exit status to /out/status (125 if the setup failed and the script did not
 # run), on a debug kernel (KXFER_KMEMLEAK_SCAN=1) what kmemleak finds after the
@@ -37,7 +38,37 @@ power_off() {
 }
 
 rxe_port_active() {
-	grep -q ACTIVE "/sys/class/infiniband/$KXFER_RDMA_DEV/ports/1/state" 2>/dev/null
+	grep -q ACTIVE "/sys/class/infiniband/${1:-$KXFER_RDMA_DEV}/ports/1/state" 2>/dev/null
+}
+
+# setup_nic2: the second NIC (vm-run --nics 2), found by its MAC, as eth1
+# with its own subnet and soft-RoCE device.
+setup_nic2() {
+	local dev
+
+	dev=$(ip -o link | awk -v mac="$KXFER_MAC2" '$0 ~ "link/ether " mac {
+		sub(":$", "", $2); print $2 }')
+	if [[ -z $dev ]]; then
+		rig_say "no NIC with MAC $KXFER_MAC2"
+		return 1
+	fi
+	[[ $dev == "$KXFER_NETDEV2" ]] || ip link set "$dev" name "$KXFER_NETDEV2" || return 1
+	ip link set "$KXFER_NETDEV2" up &&
+		ip addr add "$KXFER_SELF_ADDR2/24" dev "$KXFER_NETDEV2" || return 1
+	rdma link add "$KXFER_RDMA_DEV2" type rxe netdev "$KXFER_NETDEV2" || return 1
+	if ! busywait 30000 rxe_port_active "$KXFER_RDMA_DEV2"; then
+		rig_say "$KXFER_RDMA_DEV2 port not ACTIVE after 30 s"
+		return 1
+	fi
+	if [[ -n ${KXFER_PEER_ADDR2:-} ]] &&
+		! slowwait 60 busybox ping -c 1 -W 1 "$KXFER_PEER_ADDR2" >/dev/null; then
+		rig_say "warning: $KXFER_PEER_ADDR2 does not answer ping"
+	fi
+	# as on eth0, below
+	if [[ -n ${KXFER_PEER_ADDR2:-} ]]; then
+		busybox ping -q -i 0.5 "$KXFER_PEER_ADDR2" >/dev/null 2>&1 &
+	fi
+	return 0
 }
 
 setup_guest() {
@@ -70,6 +101,9 @@ setup_guest() {
 	# the queue, and the peer's pings keep arriving.
 	if [[ -n ${KXFER_PEER_ADDR:-} ]]; then
 		busybox ping -q -i 0.5 "$KXFER_PEER_ADDR" >/dev/null 2>&1 &
+	fi
+	if [[ ${KXFER_NICS:-1} == 2 ]]; then
+		setup_nic2 || return 1
 	fi
 	return 0
 }

@@ -68,7 +68,9 @@
 # Environment set by vm-run in the guests: KXFER_GUEST (a|b), KXFER_GUESTS
 # (1|2), KXFER_BOOT (1, one more after each kill), KXFER_SELF_ADDR,
 # KXFER_PEER_ADDR (two guests), KXFER_OUT (/out), KXFER_SHARED (/shared),
-# KXFER_TOP, KXFER_KVER, KXFER_RDMA_DEV (rxe0), KXFER_NETDEV (eth0).
+# KXFER_TOP, KXFER_KVER, KXFER_RDMA_DEV (rxe0), KXFER_NETDEV (eth0),
+# KXFER_NICS (1|2); with two NICs (vm-run --nics 2) KXFER_NETDEV2 (eth1),
+# KXFER_RDMA_DEV2 (rxe1), KXFER_SELF_ADDR2, KXFER_PEER_ADDR2 (two guests).
 
 ksft_skip=4
 KXFER_DEFER=()
