@@ -83,7 +83,7 @@ int kxfer_wire_check_conn(const void *buf, unsigned int len, const char **why)
 		*why = "bad credit count";
 		return -EINVAL;
 	}
-	if (c->wc_flags) {
+	if (le16_to_cpu(c->wc_flags) & ~KXFER_CONN_FLAGS) {
 		*why = "unknown flags";
 		return -EINVAL;
 	}
@@ -239,6 +239,45 @@ static int kxfer_wire_check_auth(const void *buf, unsigned int len,
 	return kxfer_wire_bad_len(why);
 }
 
+/* Rails: exact lengths, zero padding, a group and a rail in range. */
+static int kxfer_wire_check_rail(const void *buf, unsigned int len,
+				 const char **why)
+{
+	const struct kxfer_msg_hdr *h = buf;
+	const struct kxfer_msg_rail_token *rt = buf;
+	const struct kxfer_msg_rail_join *rj = buf;
+	__u32 rail;
+
+	switch (h->mh_type) {
+	case KXFER_MSG_RAIL_TOKEN:
+		if (len != sizeof(*rt))
+			break;
+		if (!rt->rt_group) {
+			*why = "rail token without a session";
+			return -EINVAL;
+		}
+		return 0;
+	case KXFER_MSG_RAIL_JOIN:
+		if (len != sizeof(*rj))
+			break;
+		if (rj->rj_pad) {
+			*why = "non-zero padding";
+			return -EINVAL;
+		}
+		rail = le32_to_cpu(rj->rj_rail);
+		if (!rj->rj_group || rail >= KXFER_MAX_RAILS) {
+			*why = "bad rail or session in a join";
+			return -EINVAL;
+		}
+		return 0;
+	case KXFER_MSG_RAIL_JOINED:
+		if (len != sizeof(struct kxfer_msg_rail_joined))
+			break;
+		return 0;
+	}
+	return kxfer_wire_bad_len(why);
+}
+
 /* The header of any message: its fields, and the sequence number. */
 static int kxfer_wire_check_hdr(const struct kxfer_msg_hdr *h,
 				unsigned int len, __u32 expect_seq,
@@ -389,6 +428,10 @@ int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
 		return kxfer_wire_check_notify_desc(buf, len, why);
 	case KXFER_MSG_EXPORT_TOKEN:
 		return kxfer_wire_check_export_token(buf, len, why);
+	case KXFER_MSG_RAIL_TOKEN:
+	case KXFER_MSG_RAIL_JOIN:
+	case KXFER_MSG_RAIL_JOINED:
+		return kxfer_wire_check_rail(buf, len, why);
 	case KXFER_MSG_EXPORT_DEL:
 	case KXFER_MSG_EXPORT_WITHDRAW:
 	case KXFER_MSG_EXPORT_WITHDRAWN:

@@ -49,10 +49,19 @@ struct kxfer_wire_conn {
 	__u8	wc_qp_count;	/* QPs the session will have, 1..16 */
 	__le64	wc_session_id;	/* random, the same on every QP of a session */
 	__le16	wc_recv_credits; /* control receives posted on QP 0 */
-	__le16	wc_flags;	/* 0 */
+	__le16	wc_flags;	/* KXFER_CONN_F_*, 0 but for a rail's join */
 	__u8	wc_node[KXFER_WIRE_NAME_MAX]; /* NUL-padded node name */
 	__le32	wc_incarnation;	/* random per module load, 0: not told */
 };
+
+/*
+ * wc_flags: the connection is one more rail of a logical session whose
+ * token the connector holds (KXFER_WIRE_F_RAILS): the acceptor answers
+ * with a nonce and waits for RAIL_JOIN instead of a handshake of its own.
+ * Sent only to an acceptor that gave a token; older ones refuse it.
+ */
+#define KXFER_CONN_F_JOIN	(1U << 0)
+#define KXFER_CONN_FLAGS	KXFER_CONN_F_JOIN
 
 #define KXFER_AUTH_NONCE_LEN	32
 #define KXFER_AUTH_MAC_LEN	32	/* HMAC-SHA256 */
@@ -111,6 +120,14 @@ struct kxfer_wire_accept {
  * lookups; a peer without it is not given such an export at all.
  */
 #define KXFER_WIRE_F_TOKEN	(1U << 4)
+/*
+ * Rails: one logical session over several connections, each its own
+ * devices, QPs and PD (wire-protocol.rst, Rails).  The acceptor gives a
+ * connector whose HELLO has it a token for the session (RAIL_TOKEN); a
+ * later connection that says KXFER_CONN_F_JOIN proves it (RAIL_JOIN,
+ * RAIL_JOINED) instead of authenticating on its own.
+ */
+#define KXFER_WIRE_F_RAILS	(1U << 5)
 #define KXFER_WIRE_FEATURES	(KXFER_WIRE_F_NOTIFY_MSG | KXFER_WIRE_F_AUTH | \
 				 KXFER_WIRE_F_DRAIN | KXFER_WIRE_F_MRS32 | \
 				 KXFER_WIRE_F_TOKEN)
@@ -148,6 +165,9 @@ enum kxfer_msg_type {
 	KXFER_MSG_EXPORT_WITHDRAW,	/* an export goes: drain, then answer */
 	KXFER_MSG_EXPORT_WITHDRAWN,	/* nothing of ours is left in flight */
 	KXFER_MSG_EXPORT_TOKEN = 16,	/* the token of the next EXPORT_ADD */
+	KXFER_MSG_RAIL_TOKEN,		/* acceptor: the session's join token */
+	KXFER_MSG_RAIL_JOIN,		/* connector: this connection joins */
+	KXFER_MSG_RAIL_JOINED,		/* acceptor: it did, and its proof */
 	__KXFER_MSG_MAX,
 };
 
@@ -314,6 +334,8 @@ enum kxfer_auth_fail_reason {
 	KXFER_AUTH_FAIL_MAC = 1,	/* your proof does not match my key */
 	KXFER_AUTH_FAIL_NO_KEY,		/* I hold no key for you, and need one */
 	KXFER_AUTH_FAIL_NEED_KEY,	/* you hold no key, and I need one */
+	/* a rail's join: no such session here, or the proof does not match */
+	KXFER_AUTH_FAIL_JOIN,
 };
 
 /* Either side's last message: why it ends the session. */
@@ -350,6 +372,63 @@ struct kxfer_wire_auth_mac {
 	__u8	am_anode[KXFER_WIRE_NAME_MAX];	/* wa_node */
 	/* [i][0] the connector's QP number of QP i, [i][1] the acceptor's */
 	__le32	am_qpn[KXFER_MAX_QPS][2];	/* 0 past am_nqps */
+};
+
+/*
+ * Rails (KXFER_WIRE_F_RAILS).  The acceptor's RAIL_TOKEN, once the
+ * connection it is sent on has authenticated (or needs not): the id of
+ * the logical session here and a secret a later connection proves to
+ * join it.  Sent once per connection that has no session yet, only to a
+ * connector whose HELLO had KXFER_WIRE_F_RAILS.
+ */
+#define KXFER_RAIL_TOKEN_LEN	32
+
+struct kxfer_msg_rail_token {
+	struct kxfer_msg_hdr	rt_hdr;
+	__le64	rt_group;		/* random, not 0 */
+	__u8	rt_token[KXFER_RAIL_TOKEN_LEN];
+};
+
+/*
+ * The connector's first message after its HELLO on a connection made
+ * with KXFER_CONN_F_JOIN: which session it joins as which rail, its
+ * nonce, and its proof of the token (HMAC-SHA256 keyed with it, over
+ * struct kxfer_wire_rail_mac, role KXFER_AUTH_ROLE_CONNECTOR).
+ */
+struct kxfer_msg_rail_join {
+	struct kxfer_msg_hdr	rj_hdr;
+	__le64	rj_group;		/* rt_group */
+	__le32	rj_rail;		/* 0..KXFER_MAX_RAILS - 1 (uapi) */
+	__le32	rj_pad;			/* 0 */
+	__u8	rj_nonce[KXFER_AUTH_NONCE_LEN];
+	__u8	rj_mac[KXFER_AUTH_MAC_LEN];
+};
+
+/* The acceptor's answer: its proof, role KXFER_AUTH_ROLE_ACCEPTOR. */
+struct kxfer_msg_rail_joined {
+	struct kxfer_msg_hdr	rd_hdr;
+	__u8	rd_mac[KXFER_AUTH_MAC_LEN];
+};
+
+#define KXFER_RAIL_LABEL	"kxfer rail v1"
+
+/*
+ * What a join's proofs are the HMAC of, keyed with the token: as struct
+ * kxfer_wire_auth_mac, with the session and the rail; never sent.
+ */
+struct kxfer_wire_rail_mac {
+	__u8	rm_label[16];		/* KXFER_RAIL_LABEL, NUL-padded */
+	__le32	rm_role;		/* KXFER_AUTH_ROLE_* */
+	__le32	rm_rail;		/* rj_rail */
+	__le64	rm_group;		/* rj_group */
+	__le64	rm_session_id;		/* this connection's wc_session_id */
+	__le32	rm_incarnation;		/* the connector's wc_incarnation */
+	__le32	rm_nqps;		/* this connection's QP count */
+	__u8	rm_cnonce[KXFER_AUTH_NONCE_LEN];	/* rj_nonce */
+	__u8	rm_anonce[KXFER_AUTH_NONCE_LEN];	/* wa_nonce */
+	__u8	rm_cnode[KXFER_WIRE_NAME_MAX];	/* wc_node */
+	__u8	rm_anode[KXFER_WIRE_NAME_MAX];	/* wa_node */
+	__le32	rm_qpn[KXFER_MAX_QPS][2];	/* as am_qpn */
 };
 
 struct kxfer_msg_keepalive {

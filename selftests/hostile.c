@@ -108,7 +108,8 @@ enum { MSG_CREDIT = 1, MSG_EXPORT_ADD, MSG_EXPORT_DEL, MSG_SYNC_DONE,
 	MSG_KEEPALIVE, MSG_KEEPALIVE_ACK, MSG_NOTIFY, MSG_NOTIFY_DESC,
 	MSG_HELLO, MSG_NOTIFY_MSG, MSG_AUTH_CHALLENGE, MSG_AUTH_REPLY,
 	MSG_AUTH_FAIL, MSG_EXPORT_WITHDRAW, MSG_EXPORT_WITHDRAWN,
-	MSG_EXPORT_TOKEN, MSG_FIRST_UNKNOWN };
+	MSG_EXPORT_TOKEN, MSG_RAIL_TOKEN, MSG_RAIL_JOIN, MSG_RAIL_JOINED,
+	MSG_FIRST_UNKNOWN };
 
 /* Feature bits of the accept and of HELLO */
 #define F_NOTIFY_MSG	(1u << 0)
@@ -116,7 +117,9 @@ enum { MSG_CREDIT = 1, MSG_EXPORT_ADD, MSG_EXPORT_DEL, MSG_SYNC_DONE,
 #define F_DRAIN		(1u << 2)	/* a offers these two; we never */
 #define F_MRS32		(1u << 3)	/* take them up */
 #define F_TOKEN		(1u << 4)	/* taken up by ctrl's token cases */
-#define F_KNOWN		(F_NOTIFY_MSG | F_AUTH | F_DRAIN | F_MRS32 | F_TOKEN)
+#define F_RAILS		(1u << 5)	/* a offers it; we never take it up */
+#define F_KNOWN		(F_NOTIFY_MSG | F_AUTH | F_DRAIN | F_MRS32 | F_TOKEN | \
+			 F_RAILS)
 
 #define AUTH_F_KEY	1u
 #define NONCE_LEN	32

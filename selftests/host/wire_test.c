@@ -148,9 +148,14 @@ TEST_F(wire, conn_defects)
 	make_conn(&c);
 	c.wc_recv_credits = cpu_to_le16(1025);
 	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	/* a rail's join is the one flag there is */
 	make_conn(&c);
-	c.wc_flags = cpu_to_le16(1);
+	c.wc_flags = cpu_to_le16(KXFER_CONN_F_JOIN);
+	EXPECT_EQ(0, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	make_conn(&c);
+	c.wc_flags = cpu_to_le16(2);
 	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
+	EXPECT_STREQ("unknown flags", self->why);
 	make_conn(&c);
 	put_name(c.wc_node, "bad name");
 	EXPECT_EQ(-EINVAL, kxfer_wire_check_conn(&c, sizeof(c), &self->why));
@@ -299,6 +304,63 @@ TEST_F(wire, export_token)
 	EXPECT_EQ(16, KXFER_WIRE_F_TOKEN);
 	EXPECT_EQ(KXFER_WIRE_F_TOKEN, KXFER_WIRE_FEATURES & KXFER_WIRE_F_TOKEN);
 	EXPECT_EQ(8, KXFER_WIRE_F_MRS32);
+}
+
+/*
+ * Rails (KXFER_WIRE_F_RAILS): RAIL_TOKEN, RAIL_JOIN and RAIL_JOINED, each
+ * of its exact length, after EXPORT_TOKEN; a token names a session, a
+ * join a session and a rail below KXFER_MAX_RAILS, with zero padding.
+ */
+TEST_F(wire, rails)
+{
+	struct kxfer_msg_rail_token *rt = (void *)self->buf;
+	struct kxfer_msg_rail_join *rj = (void *)self->buf;
+	struct kxfer_msg_rail_joined *rd = (void *)self->buf;
+
+	ASSERT_EQ(17, KXFER_MSG_RAIL_TOKEN);
+	ASSERT_EQ(18, KXFER_MSG_RAIL_JOIN);
+	ASSERT_EQ(19, KXFER_MSG_RAIL_JOINED);
+	ASSERT_EQ(1U << 5, KXFER_WIRE_F_RAILS);
+	ASSERT_EQ(56, sizeof(*rt));
+	ASSERT_EQ(96, sizeof(*rj));
+	ASSERT_EQ(48, sizeof(*rd));
+
+	memset(self->buf, 0, sizeof(self->buf));
+	kxfer_wire_hdr_init(&rt->rt_hdr, KXFER_MSG_RAIL_TOKEN, sizeof(*rt), 1, 0);
+	rt->rt_group = cpu_to_le64(7);
+	EXPECT_EQ(0, kxfer_wire_check(rt, sizeof(*rt), 1, &self->why));
+	rt->rt_group = 0;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(rt, sizeof(*rt), 1, &self->why));
+	EXPECT_STREQ("rail token without a session", self->why);
+	kxfer_wire_hdr_init(&rt->rt_hdr, KXFER_MSG_RAIL_TOKEN, sizeof(*rt) - 1,
+			    1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(rt, sizeof(*rt) - 1, 1, &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
+
+	memset(self->buf, 0, sizeof(self->buf));
+	kxfer_wire_hdr_init(&rj->rj_hdr, KXFER_MSG_RAIL_JOIN, sizeof(*rj), 1, 0);
+	rj->rj_group = cpu_to_le64(7);
+	rj->rj_rail = cpu_to_le32(KXFER_MAX_RAILS - 1);
+	EXPECT_EQ(0, kxfer_wire_check(rj, sizeof(*rj), 1, &self->why));
+	rj->rj_rail = cpu_to_le32(KXFER_MAX_RAILS);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(rj, sizeof(*rj), 1, &self->why));
+	EXPECT_STREQ("bad rail or session in a join", self->why);
+	rj->rj_rail = 0;
+	rj->rj_group = 0;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(rj, sizeof(*rj), 1, &self->why));
+	EXPECT_STREQ("bad rail or session in a join", self->why);
+	rj->rj_group = cpu_to_le64(7);
+	rj->rj_pad = cpu_to_le32(1);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(rj, sizeof(*rj), 1, &self->why));
+	EXPECT_STREQ("non-zero padding", self->why);
+
+	memset(self->buf, 0, sizeof(self->buf));
+	kxfer_wire_hdr_init(&rd->rd_hdr, KXFER_MSG_RAIL_JOINED, sizeof(*rd), 1, 0);
+	EXPECT_EQ(0, kxfer_wire_check(rd, sizeof(*rd), 1, &self->why));
+	kxfer_wire_hdr_init(&rd->rd_hdr, KXFER_MSG_RAIL_JOINED, sizeof(*rd) + 8,
+			    1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(rd, sizeof(*rd) + 8, 1, &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
 }
 
 TEST_F(wire, notify_desc)

@@ -1316,6 +1316,7 @@ enum kxfer_peer_role {
 
 #define KXFER_PORT		19875	/* default rdma_cm port (TCP port space) */
 #define KXFER_MAX_QPS		16
+#define KXFER_MAX_RAILS		8	/* addresses of one peer (DESIGN §13) */
 
 enum {
 	KXFER_CMD_UNSPEC,
