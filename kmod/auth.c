@@ -389,6 +389,13 @@ void kxfer_auth_accept_init(struct kxfer_session *s,
 		refcount_inc(&l->l_counts->ac_ref);
 		a->sa_counts = l->l_counts;
 	}
+	/* A rail joining a session proves its token instead (rail.c). */
+	if (s->s_join) {
+		get_random_bytes(a->sa_nonce, sizeof(a->sa_nonce));
+		a->sa_state = KXFER_AUTH_S_WAIT_JOIN;
+		a->sa_result = KXFER_PEER_AUTH_PENDING;
+		return;
+	}
 	mutex_lock(&kxfer_key_mutex);
 	key = l->l_key || kxfer_key_of_peer(s->s_remote_node);
 	mutex_unlock(&kxfer_key_mutex);
@@ -420,6 +427,12 @@ unsigned int kxfer_auth_accept_fill(const struct kxfer_session *s,
 {
 	u32 features = READ_ONCE(kxfer_wire_features) & KXFER_WIRE_FEATURES;
 
+	/* A rail's join: no handshake of its own, the nonce its proof answers */
+	if (s->s_join) {
+		wa->wa_features = cpu_to_le32(features & ~KXFER_WIRE_F_AUTH);
+		memcpy(wa->wa_nonce, s->s_auth.sa_nonce, sizeof(wa->wa_nonce));
+		return sizeof(*wa);
+	}
 	if (!s->s_auth.sa_offered) {
 		wa->wa_features = cpu_to_le32(features & ~KXFER_WIRE_F_AUTH);
 		return offsetofend(struct kxfer_wire_accept, wa_features);
@@ -445,7 +458,10 @@ unsigned int kxfer_auth_accept_fill(const struct kxfer_session *s,
 int kxfer_auth_accepted(struct kxfer_session *s,
 			const struct kxfer_wire_accept *wa, unsigned int len)
 {
-	if (!(s->s_peer_features & KXFER_WIRE_F_AUTH))
+	/* A rail's join: the acceptor must speak rails and give a nonce. */
+	if (s->s_join && !(s->s_peer_features & KXFER_WIRE_F_RAILS))
+		return -EPROTO;
+	if (!(s->s_peer_features & KXFER_WIRE_F_AUTH) && !s->s_join)
 		return 0;
 	if (len < offsetofend(struct kxfer_wire_accept, wa_nonce))
 		return -EPROTO;
@@ -570,7 +586,8 @@ static void kxfer_auth_refuse(struct kxfer_session *s, u32 reason,
 	kxfer_auth_set_state(s, KXFER_AUTH_S_REFUSED);
 	a->sa_why = why;
 	a->sa_start_ns = ktime_get_ns();
-	if (!reason || !(s->s_peer_features & KXFER_WIRE_F_AUTH)) {
+	if (!reason || !(s->s_peer_features &
+			 (KXFER_WIRE_F_AUTH | KXFER_WIRE_F_RAILS))) {
 		kxfer_session_fail(s, -EACCES, why);
 		return;
 	}
@@ -724,6 +741,10 @@ void kxfer_auth_start(struct kxfer_session *s)
 	a->sa_start_ns = ktime_get_ns();
 	if (s->s_role == KXFER_PEER_ACCEPTOR)
 		return;
+	if (s->s_join) {
+		kxfer_rails_join_start(s);
+		return;
+	}
 	if (!(s->s_peer_features & KXFER_WIRE_F_AUTH)) {
 		if (a->sa_key)
 			kxfer_auth_refuse(s, 0,
@@ -795,8 +816,9 @@ int kxfer_auth_gate(struct kxfer_session *s, unsigned int type,
 		    const char **why)
 {
 	enum kxfer_auth_state st = s->s_auth.sa_state;
-	bool auth = type >= KXFER_MSG_AUTH_CHALLENGE &&
-		    type <= KXFER_MSG_AUTH_FAIL;
+	bool auth = (type >= KXFER_MSG_AUTH_CHALLENGE &&
+		     type <= KXFER_MSG_AUTH_FAIL) ||
+		    type == KXFER_MSG_RAIL_JOIN || type == KXFER_MSG_RAIL_JOINED;
 
 	if (st == KXFER_AUTH_S_REFUSED)
 		return 1;
@@ -820,6 +842,8 @@ int kxfer_auth_gate(struct kxfer_session *s, unsigned int type,
 		return 0;
 	}
 	if (auth || kxfer_auth_any_time(type))
+		return 0;
+	if (st == KXFER_AUTH_S_WAIT_JOIN && type == KXFER_MSG_HELLO)
 		return 0;
 	if (st == KXFER_AUTH_S_WAIT_HELLO) {
 		if (type == KXFER_MSG_HELLO)
@@ -961,6 +985,18 @@ static int kxfer_auth_failed(struct kxfer_session *s,
 	case KXFER_AUTH_FAIL_NEED_KEY:
 		why = "peer requires a key, we hold none";
 		break;
+	case KXFER_AUTH_FAIL_JOIN:
+		/* A stale token is no failed proof: connect anew, at once. */
+		if (s->s_auth.sa_state == KXFER_AUTH_S_WAIT_JOINED) {
+			kxfer_rails_join_refused(s);
+			kxfer_auth_end_handshake(&s->s_auth);
+			kxfer_auth_set_state(s, KXFER_AUTH_S_REFUSED);
+			s->s_auth.sa_why = "peer knows no session for the rail to join";
+			kxfer_session_fail(s, -EACCES, s->s_auth.sa_why);
+			return 0;
+		}
+		why = "peer refused our rail's join";
+		break;
 	default:
 		why = "peer refused the authentication";
 		break;
@@ -1015,6 +1051,9 @@ int kxfer_auth_recv(struct kxfer_session *s, const void *buf,
 		return kxfer_auth_reply(s, buf, why);
 	case KXFER_MSG_AUTH_FAIL:
 		return kxfer_auth_failed(s, buf);
+	case KXFER_MSG_RAIL_JOIN:
+	case KXFER_MSG_RAIL_JOINED:
+		return kxfer_rails_recv(s, buf, why);
 	default:
 		*why = "unknown message type";
 		return -EPROTO;
@@ -1040,6 +1079,8 @@ const char *kxfer_auth_expired(struct kxfer_session *s, u64 now)
 	switch (a->sa_state) {
 	case KXFER_AUTH_S_WAIT_HELLO:
 	case KXFER_AUTH_S_WAIT_REPLY:
+	case KXFER_AUTH_S_WAIT_JOIN:
+	case KXFER_AUTH_S_WAIT_JOINED:
 		if (age <= (u64)KXFER_AUTH_TIMEOUT_MS * NSEC_PER_MSEC)
 			return NULL;
 		a->sa_why = "authentication timed out";
@@ -1077,6 +1118,8 @@ u64 kxfer_auth_time_left(const struct kxfer_session *s, u64 now)
 	switch (a->sa_state) {
 	case KXFER_AUTH_S_WAIT_HELLO:
 	case KXFER_AUTH_S_WAIT_REPLY:
+	case KXFER_AUTH_S_WAIT_JOIN:
+	case KXFER_AUTH_S_WAIT_JOINED:
 		end += (u64)KXFER_AUTH_TIMEOUT_MS * NSEC_PER_MSEC;
 		break;
 	case KXFER_AUTH_S_REFUSED:
@@ -1118,6 +1161,56 @@ void kxfer_auth_reset(struct kxfer_session *s)
 		kxfer_auth_set_state(s, KXFER_AUTH_S_NONE);
 	a->sa_named = false;
 	a->sa_replied = false;
+}
+
+/**
+ * kxfer_auth_join_wait - a joining rail sent its proof (rail.c)
+ * @s: the connecting session
+ *
+ * Caller holds s_mutex.
+ */
+void kxfer_auth_join_wait(struct kxfer_session *s)
+{
+	WRITE_ONCE(s->s_auth.sa_result, KXFER_PEER_AUTH_PENDING);
+	kxfer_auth_set_state(s, KXFER_AUTH_S_WAIT_JOINED);
+}
+
+/**
+ * kxfer_auth_join_ok - a rail joined its logical session (rail.c)
+ * @s: the session; the proofs matched
+ * @result: what the session's first connection proved
+ * @named: ... and whether that was the key of the session's name
+ *
+ * The join stands for a handshake: the rail is as authenticated as the
+ * session it joined.  Caller holds s_mutex.
+ */
+void kxfer_auth_join_ok(struct kxfer_session *s, enum kxfer_peer_auth result,
+			bool named)
+{
+	struct kxfer_sess_auth *a = &s->s_auth;
+
+	kxfer_auth_end_handshake(a);
+	a->sa_named = named && result == KXFER_PEER_AUTH_OK;
+	WRITE_ONCE(a->sa_result, result);
+	kxfer_auth_set_state(s, KXFER_AUTH_S_OK);
+	if (s->s_role == KXFER_PEER_ACCEPTOR) {
+		/* the connector may still refuse our proof (AUTH_FAIL) */
+		a->sa_replied = true;
+		set_bit(KXFER_SE_SUPERSEDE, &s->s_events);
+	}
+}
+
+/**
+ * kxfer_auth_fail_join - a rail's join failed here (rail.c)
+ * @s: the session
+ * @why: the reason, logged and kept
+ *
+ * The peer is told (KXFER_AUTH_FAIL_JOIN) and the session ends, as for a
+ * handshake that fails.  Caller holds s_mutex.
+ */
+void kxfer_auth_fail_join(struct kxfer_session *s, const char *why)
+{
+	kxfer_auth_refuse(s, KXFER_AUTH_FAIL_JOIN, why);
 }
 
 /**

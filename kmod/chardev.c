@@ -142,7 +142,8 @@ static long kxfer_ioc_query(struct kxfer_file *kf, void __user *uarg)
 		     KXFER_FEAT_NOTIFY_MSG | KXFER_FEAT_CANCEL |
 		     KXFER_FEAT_RING | KXFER_FEAT_DRAIN |
 		     KXFER_FEAT_EXPORT_SUBSCRIBE | KXFER_FEAT_RELEASE |
-		     KXFER_FEAT_TOKENS | KXFER_FEAT_CONNECT;
+		     KXFER_FEAT_TOKENS | KXFER_FEAT_CONNECT |
+		     KXFER_FEAT_RAILS;
 	q.max_notify_len = KXFER_NOTIFY_MSG_MAX;
 	q.max_pools_per_fd = kxfer_max_pools_per_fd;
 	q.max_segments = kxfer_max_segments;

@@ -841,7 +841,11 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 	case KXFER_MSG_AUTH_CHALLENGE:
 	case KXFER_MSG_AUTH_REPLY:
 	case KXFER_MSG_AUTH_FAIL:
+	case KXFER_MSG_RAIL_JOIN:
+	case KXFER_MSG_RAIL_JOINED:
 		return kxfer_auth_recv(s, buf, why);
+	case KXFER_MSG_RAIL_TOKEN:
+		return kxfer_rails_recv(s, buf, why);
 	case KXFER_MSG_EXPORT_ADD:
 		return kxfer_rexport_add(s, buf, why);
 	case KXFER_MSG_EXPORT_DEL:

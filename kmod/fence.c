@@ -15,18 +15,18 @@
  * Start the jobs that waited behind a FENCE, in order, up to the next
  * FENCE that still has jobs ahead of it.  A job built for an earlier
  * connection of the session (other keys, other PD), or for an export
- * since withdrawn, ends in error instead.
+ * since withdrawn, ends in error instead; one of a peer over several
+ * rails is posted again on another rail (rail.c).
  */
 static void kxfer_gate_work(struct work_struct *work)
 {
 	struct kxfer_gate *g = container_of(work, struct kxfer_gate, g_work);
 	struct kxfer_file *kf = g->g_file;
-	struct kxfer_session *s = g->g_sess;
+	struct kxfer_session *s = NULL;
 	struct kxfer_rexport *rx;
 	struct kxfer_task *job;
 	unsigned long flags;
 
-	mutex_lock(&s->s_mutex);
 	for (;;) {
 		spin_lock_irqsave(&kf->kf_lock, flags);
 		job = list_first_entry_or_null(&g->g_held, struct kxfer_task,
@@ -41,6 +41,17 @@ static void kxfer_gate_work(struct work_struct *work)
 		if (!job)
 			break;
 
+		/* The gate's session, or the rail of it the job was built for */
+		if (s != job->j_sess) {
+			if (s) {
+				mutex_unlock(&s->s_mutex);
+				kxfer_session_put(s);
+			}
+			/* The job may end, and drop its own, once started. */
+			s = job->j_sess;
+			kxfer_session_get(s);
+			mutex_lock(&s->s_mutex);
+		}
 		if (s->s_state != KXFER_PEER_UP ||
 		    s->s_conn_gen != job->j_conn_gen) {
 			kxfer_job_abort(job, -ECONNRESET);
@@ -53,7 +64,10 @@ static void kxfer_gate_work(struct work_struct *work)
 		}
 		kxfer_job_start(job, rx, NULL);
 	}
-	mutex_unlock(&s->s_mutex);
+	if (s) {
+		mutex_unlock(&s->s_mutex);
+		kxfer_session_put(s);
+	}
 	kxfer_file_put(kf);
 }
 

@@ -109,7 +109,7 @@ long kxfer_ioc_peer_lookup(struct kxfer_file *kf, void __user *uarg)
 	if (ret)
 		return ret;
 	pl.handle = handle;
-	pl.state = READ_ONCE(s->s_state);
+	pl.state = kxfer_peer_state(s);
 	pl.qps = s->s_nqps;
 	if (copy_to_user(uarg, &pl, sizeof(pl))) {
 		kxfer_peer_handle_drop(kf, handle, s);
@@ -132,6 +132,36 @@ static bool kxfer_rexport_token_ok(const struct kxfer_rexport *rx,
 }
 
 /**
+ * kxfer_rhandle_fill - look up a remote export for a handle
+ * @s: the session
+ * @name: the export's name
+ * @token: the token the lookup presents, or %NULL
+ * @rh: filled: generation, length, access, and the connection the
+ *	handle is valid on
+ *
+ * A capability-scoped export that is not asked for with its token is
+ * not found.  Caller holds s_mutex.
+ *
+ * Return: 0 or %-ENOENT.
+ */
+int kxfer_rhandle_fill(struct kxfer_session *s, const char *name,
+		       const u8 *token, struct kxfer_rhandle *rh)
+{
+	struct kxfer_rexport *rx;
+
+	lockdep_assert_held(&s->s_mutex);
+	rx = kxfer_rexport_find(s, name);
+	if (!rx || !kxfer_rexport_token_ok(rx, token))
+		return -ENOENT;	/* as if there were no such name */
+	rh->rh_gen = rx->rx_gen;
+	rh->rh_len = rx->rx_len;
+	rh->rh_access = rx->rx_access;
+	/* Valid on this connection (or peer over rails) only: its keys. */
+	rh->rh_conn_gen = kxfer_peer_conn_gen(s);
+	return 0;
+}
+
+/**
  * kxfer_ioc_remote_lookup - KXFER_IOC_REMOTE_LOOKUP
  * @kf: the file
  * @uarg: struct kxfer_remote_lookup in user memory
@@ -146,7 +176,6 @@ long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg)
 {
 	struct kxfer_remote_lookup rl;
 	struct kxfer_rhandle *rh;
-	struct kxfer_rexport *rx;
 	struct kxfer_session *s;
 	bool has_token;
 	u32 handle;
@@ -172,22 +201,19 @@ long kxfer_ioc_remote_lookup(struct kxfer_file *kf, void __user *uarg)
 	ret = -ENOMEM;
 	if (!rh)
 		goto out_put;
-	mutex_lock(&s->s_mutex);
-	rx = kxfer_rexport_find(s, rl.name);
-	if (rx && !kxfer_rexport_token_ok(rx, has_token ? rl.token : NULL))
-		rx = NULL;	/* as if there were no such name */
-	if (rx) {
-		rh->rh_gen = rx->rx_gen;
-		rh->rh_len = rx->rx_len;
-		rh->rh_access = rx->rx_access;
-		/* Valid on this connection only: its keys are its own. */
-		rh->rh_conn_gen = s->s_conn_gen;
+	if (s->s_rails && s->s_role == KXFER_PEER_CONNECTOR) {
+		/* A peer over rails: on any of them (rail.c). */
+		ret = kxfer_rails_lookup(s, rl.name,
+					 has_token ? rl.token : NULL, rh);
+	} else {
+		mutex_lock(&s->s_mutex);
+		ret = kxfer_rhandle_fill(s, rl.name,
+					 has_token ? rl.token : NULL, rh);
+		mutex_unlock(&s->s_mutex);
 	}
-	mutex_unlock(&s->s_mutex);
 	/* The caller's own, but kept no longer than needed. */
 	memzero_explicit(rl.token, sizeof(rl.token));
-	ret = -ENOENT;
-	if (!rx)
+	if (ret)
 		goto out_free;
 	rh->rh_sess = s;
 	rh->rh_peer = rl.peer;

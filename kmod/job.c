@@ -146,8 +146,9 @@ struct kxfer_job_build {
 	struct kxfer_plan_seg		*jb_segs;	/* jb_few if small */
 	struct kxfer_plan_seg		jb_few[KXFER_FEW_SEGS];
 	struct kxfer_pool		*jb_pool;	/* NULL when bare */
-	struct kxfer_session		*jb_sess;
+	struct kxfer_session		*jb_sess;	/* its rail, routed */
 	struct kxfer_gate		*jb_gate;	/* busy */
+	struct kxfer_rhandle		jb_rh;		/* a copy */
 	/* from here on, found and made under s_mutex */
 	struct kxfer_plan_ctx		jb_pctx;	/* its rx: the export */
 	u64				jb_total;	/* bytes */
@@ -189,7 +190,7 @@ static int kxfer_job_check_notify(const struct kxfer_job *uj)
 
 /*
  * The job as the user gave it: its op (and the access that needs),
- * flags, reserved field, notification, the operands only where the op
+ * flags, rail, notification, the operands only where the op
  * has them, and its count of segments.  Return: 0 or %-EINVAL.
  */
 static int kxfer_job_check(struct kxfer_job_build *jb)
@@ -212,8 +213,11 @@ static int kxfer_job_check(struct kxfer_job_build *jb)
 		return -EINVAL;
 	}
 	jb->jb_bare = !uj->nsegs;
-	if ((uj->flags & ~KXFER_JOB_FLAGS) || uj->reserved ||
-	    kxfer_job_check_notify(uj))
+	if ((uj->flags & ~KXFER_JOB_FLAGS) || kxfer_job_check_notify(uj))
+		return -EINVAL;
+	/* A rail only with KXFER_JOB_RAIL; whether the peer has it, later. */
+	if (uj->flags & KXFER_JOB_RAIL ? uj->rail >= KXFER_MAX_RAILS :
+	    uj->rail)
 		return -EINVAL;
 	/* Operands only where the op has them. */
 	if ((!jb->jb_atomic && uj->compare_add) ||
@@ -332,41 +336,57 @@ static void kxfer_job_put_handles(struct kxfer_job_build *jb)
 }
 
 /*
- * The remote export the job's remote handle names, on the session as it
- * is now: up, on the connection the handle was looked up on, the export
- * still there, granting the access the op needs, and a peer that speaks
- * messages if the job has one.  Return: 0, %-ENOENT, %-EINVAL,
- * %-ENOTCONN, %-ESTALE, %-EACCES or %-EOPNOTSUPP.  Caller holds s_mutex.
+ * The session the job is built and started on, locked: the peer handle's
+ * own, or for a peer over several rails the rail kxfer_job_route()
+ * chooses.  The remote handle, which must be of the same peer handle's
+ * session, is copied first: another thread of the file may release it.
+ * Return: 0 with jb_sess's s_mutex held (jb_sess may now be another
+ * session, referenced in its stead), or %-ENOENT or %-EINVAL with
+ * nothing locked.
  */
-static int kxfer_job_find_export(struct kxfer_job_build *jb)
+static int kxfer_job_lock_session(struct kxfer_job_build *jb)
 {
 	const struct kxfer_job *uj = jb->jb_uj;
 	struct kxfer_file *kf = jb->jb_file;
-	struct kxfer_session *s = jb->jb_sess;
-	struct kxfer_rhandle *rh, rhc;
-	struct kxfer_rexport *rx;
+	struct kxfer_rhandle *rh;
 	int ret;
 
-	lockdep_assert_held(&s->s_mutex);
-	/* A copy: another thread of the file may release the handle. */
 	xa_lock(&kf->kf_remotes);
 	rh = uj->remote ? xa_load(&kf->kf_remotes, uj->remote) : NULL;
-	ret = !rh ? -ENOENT : (rh->rh_sess != s ? -EINVAL : 0);
+	ret = !rh ? -ENOENT : (rh->rh_sess != jb->jb_sess ? -EINVAL : 0);
 	if (!ret)
-		rhc = *rh;
+		jb->jb_rh = *rh;
 	xa_unlock(&kf->kf_remotes);
 	if (ret)
 		return ret;
+	return kxfer_job_route(&jb->jb_sess, jb->jb_pool, &jb->jb_rh, uj);
+}
+
+/*
+ * The remote export the job's remote handle names, on the session as it
+ * is now: up, on the connection the handle was looked up on, the export
+ * still there, granting the access the op needs, and a peer that speaks
+ * messages if the job has one.  Return: 0, %-ENOTCONN, %-ESTALE,
+ * %-EACCES or %-EOPNOTSUPP.  Caller holds s_mutex.
+ */
+static int kxfer_job_find_export(struct kxfer_job_build *jb)
+{
+	const struct kxfer_rhandle *rh = &jb->jb_rh;
+	struct kxfer_session *s = jb->jb_sess;
+	struct kxfer_rexport *rx;
+
+	lockdep_assert_held(&s->s_mutex);
 	if (s->s_state != KXFER_PEER_UP)
 		return -ENOTCONN;
 	/*
 	 * Looked up on another connection (other keys, and a peer that
 	 * restarted may have reused the name and generation), or withdrawn.
+	 * A peer over rails: on another of its logical sessions (rail.c).
 	 */
-	if (rhc.rh_conn_gen != s->s_conn_gen)
+	if (rh->rh_conn_gen != kxfer_peer_conn_gen(s))
 		return -ESTALE;
-	rx = kxfer_rexport_find(s, rhc.rh_name);
-	if (!rx || rx->rx_gen != rhc.rh_gen)
+	rx = kxfer_rexport_find(s, rh->rh_name);
+	if (!rx || rx->rx_gen != rh->rh_gen)
 		return -ESTALE;
 	if (!(rx->rx_access & jb->jb_need))
 		return -EACCES;
@@ -734,6 +754,49 @@ static int kxfer_job_make(struct kxfer_job_build *jb)
 	return 0;
 }
 
+/**
+ * kxfer_job_remake - build a WRITE or READ again, on another session
+ * @s: the session it is for, up
+ * @pool: the local side
+ * @rx: the remote side, one of @s's remote exports
+ * @op: %KXFER_OP_WRITE or %KXFER_OP_READ
+ * @segs: the segments, checked against @pool and @rx when submitted
+ * @nsegs: how many, at least 1
+ * @total: their bytes
+ * @out: the job made, its WRs striped over @s's QPs and cut into batches
+ * @nwr: its work requests
+ *
+ * A job of a peer over several rails whose rail failed under it is made
+ * anew for another rail (rail.c), as kxfer_job_make() made it for the
+ * first.  It is not started; the caller fills in the rest.  Caller holds
+ * @s's s_mutex.  May sleep.
+ *
+ * Return: 0, %-ENOMEM, %-ERANGE (a hole in the export's memory regions)
+ * or %-E2BIG (too many work requests).
+ */
+int kxfer_job_remake(struct kxfer_session *s, struct kxfer_pool *pool,
+		     struct kxfer_rexport *rx, u32 op,
+		     struct kxfer_plan_seg *segs, u32 nsegs, u64 total,
+		     struct kxfer_task **out, u32 *nwr)
+{
+	const struct kxfer_job uj = { .op = op, .nsegs = nsegs };
+	struct kxfer_job_build jb = {
+		.jb_uj = &uj, .jb_segs = segs, .jb_pool = pool, .jb_sess = s,
+		.jb_total = total,
+	};
+	int ret;
+
+	lockdep_assert_held(&s->s_mutex);
+	jb.jb_pctx.rx = rx;
+	ret = kxfer_job_make(&jb);
+	kvfree(jb.jb_scratch);
+	if (ret)
+		return ret;
+	*out = jb.jb_job;
+	*nwr = jb.jb_plan.nwr;
+	return 0;
+}
+
 /*
  * What every job carries: its notification, where it goes, its file,
  * and the message, pool, session and gate it takes over from @jb.  A
@@ -836,7 +899,7 @@ static void kxfer_job_free_scratch(struct kxfer_job_build *jb)
 
 /*
  * Submit one job: check it, copy in its segments, take its handles,
- * then, under s_mutex, find its remote export, check its ranges, make
+ * choose its rail, then, under s_mutex, find its remote export, check its ranges, make
  * its work requests and start it or hold it.  The start happens under
  * s_mutex, so that the session cannot be torn down and reconnected (new
  * PD, new remote keys) between building and posting.
@@ -860,8 +923,11 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	if (ret)
 		goto out_free;
 
+	/* A peer over several rails: the job goes to one of them (rail.c). */
+	ret = kxfer_job_lock_session(&jb);
+	if (ret)
+		goto out_put;
 	s = jb.jb_sess;
-	mutex_lock(&s->s_mutex);
 	ret = kxfer_job_find_export(&jb);
 	if (ret)
 		goto out_unlock;
@@ -871,6 +937,12 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 	ret = kxfer_job_make(&jb);
 	if (ret)
 		goto out_unlock;
+	/* What it takes to post it again on another rail if this one fails. */
+	ret = kxfer_rails_job_keep(jb.jb_job, s, jb.jb_segs, uj);
+	if (ret) {
+		kvfree(jb.jb_job);
+		goto out_unlock;
+	}
 	/* The job holds the message, pool, session and gate from here. */
 	kxfer_job_init(&jb, kick);
 	kxfer_job_account(&jb);
@@ -881,6 +953,7 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 
 out_unlock:
 	mutex_unlock(&s->s_mutex);
+out_put:
 	kxfer_job_put_handles(&jb);
 out_free:
 	kxfer_job_free_scratch(&jb);
@@ -1028,6 +1101,24 @@ static u32 kxfer_cancel_backlog(struct kxfer_file *kf, struct kxfer_session *s,
 	return n;
 }
 
+/*
+ * The backlogs of every rail of the peer a gate is for (of just its
+ * session, for a peer of one rail): a job goes to any of them (rail.c).
+ */
+static u32 kxfer_cancel_rails(struct kxfer_file *kf, struct kxfer_session *s,
+			      const struct kxfer_cancel *c)
+{
+	struct kxfer_session *rails[KXFER_RAIL_SLOTS];
+	u32 i, n, count = 0;
+
+	n = kxfer_rails_snapshot(s, rails);
+	for (i = 0; i < n; i++) {
+		count += kxfer_cancel_backlog(kf, rails[i], c);
+		kxfer_session_put(rails[i]);
+	}
+	return count;
+}
+
 /**
  * kxfer_ioc_cancel - KXFER_IOC_CANCEL
  * @kf: the file
@@ -1069,7 +1160,7 @@ long kxfer_ioc_cancel(struct kxfer_file *kf, void __user *uarg)
 	spin_unlock_irqrestore(&kf->kf_lock, flags);
 	ns = i;
 	for (i = 0; i < ns; i++) {
-		c.count += kxfer_cancel_backlog(kf, sess[i], &c);
+		c.count += kxfer_cancel_rails(kf, sess[i], &c);
 		kxfer_session_put(sess[i]);
 	}
 	kfree(sess);

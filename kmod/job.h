@@ -117,6 +117,17 @@ struct kxfer_task {
 	/* the remote export it was started on, counted in its rx_jobs */
 	struct kxfer_rexport	*j_rx;
 	u32			j_nparts;
+	/*
+	 * A job to a peer over several rails (rail.c): the peer, what it
+	 * takes to build the job again for another rail, and how often it
+	 * was; on the peer's r_retry while it waits to be
+	 */
+	struct kxfer_rails	*j_rails;
+	struct kxfer_plan_seg	*j_segs;
+	u32			j_nsegs;
+	u64			j_epoch;	/* kxfer_peer_conn_gen() then */
+	u32			j_retries;
+	struct list_head	j_retry_node;
 	struct ib_atomic_wr	j_atomic;
 	struct kxfer_job_part	j_parts[KXFER_MAX_QPS];
 	/* WRs, SGEs and batches follow in one allocation */
@@ -134,6 +145,22 @@ struct kxfer_kick {
  * first ones while the rest are built.
  */
 #define KXFER_KICK_JOBS		64
+
+/* job.c */
+struct kxfer_plan_seg;
+int kxfer_job_remake(struct kxfer_session *s, struct kxfer_pool *pool,
+		     struct kxfer_rexport *rx, u32 op,
+		     struct kxfer_plan_seg *segs, u32 nsegs, u64 total,
+		     struct kxfer_task **out, u32 *nwr);
+
+/* rail.c */
+int kxfer_job_route(struct kxfer_session **sp, const struct kxfer_pool *pool,
+		    const struct kxfer_rhandle *rh, const struct kxfer_job *uj);
+int kxfer_rails_job_keep(struct kxfer_task *job, struct kxfer_session *s,
+			 const struct kxfer_plan_seg *segs,
+			 const struct kxfer_job *uj);
+bool kxfer_rails_job_retry(struct kxfer_task *job);
+void kxfer_rails_job_free(struct kxfer_task *job);
 
 /* post.c */
 void kxfer_job_set_error(struct kxfer_task *job, int err, u32 wc_status);

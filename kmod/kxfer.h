@@ -670,8 +670,10 @@ enum kxfer_auth_state {
 	KXFER_AUTH_S_NONE,		/* no handshake: unauthenticated */
 	KXFER_AUTH_S_WAIT_HELLO,	/* acceptor: the connector's first word */
 	KXFER_AUTH_S_WAIT_REPLY,	/* connector: proved, waits for the proof */
-	KXFER_AUTH_S_OK,		/* authenticated */
+	KXFER_AUTH_S_OK,		/* authenticated, or a rail joined */
 	KXFER_AUTH_S_REFUSED,		/* failed: last words sent, ending */
+	KXFER_AUTH_S_WAIT_JOIN,		/* acceptor: a rail's RAIL_JOIN (rail.c) */
+	KXFER_AUTH_S_WAIT_JOINED,	/* connector: joined, waits for the proof */
 };
 
 /**
@@ -712,6 +714,54 @@ struct kxfer_sess_auth {
 	u8			sa_peer_nonce[KXFER_AUTH_NONCE_LEN];
 	const char		*sa_why;
 	unsigned int		sa_failures;
+};
+
+/* A group's sessions: the connector's rails, or the acceptor's, and old ones */
+#define KXFER_RAIL_SLOTS	(2 * KXFER_MAX_RAILS)
+
+/**
+ * struct kxfer_rails - one logical session over several rails (rail.c)
+ * @r_ref: every member session, every job of the peer and a queued
+ *	@r_retry_work hold one
+ * @r_node: acceptor: on the list of sessions a rail may join
+ * @r_lock: the fields below but @r_name, @r_role, @r_nrails
+ * @r_role: which side of it this node is
+ * @r_name: connector: the peer's name; acceptor: the remote node's
+ * @r_nrails: connector: its rails (the addresses of peer add)
+ * @r_sess: the session of each rail, or %NULL; not referenced: a session
+ *	clears its slot before it is freed
+ * @r_group: the acceptor's id of it, 0 until the connector has a token
+ * @r_token: what a rail proves to join it (a connector's copy, or the
+ *	acceptor's)
+ * @r_epoch: connector: bumped by each connection that does not join, a
+ *	new logical session: remote handles of an older one are stale
+ * @r_lead: connector: the rail making such a connection, or -1
+ * @r_id: the peer id notifications and events carry (KXFER_A_PEER_ID of
+ *	the first rail)
+ * @r_auth: what the first connection proved (enum kxfer_peer_auth)
+ * @r_named: ... and whether it proved the key of the session's name
+ * @r_rotor: the next of equally near rails (placement)
+ * @r_retry: jobs of a failed rail to post again on another, in order
+ * @r_retry_work: posts them
+ */
+struct kxfer_rails {
+	refcount_t		r_ref;
+	struct list_head	r_node;
+	spinlock_t		r_lock;
+	enum kxfer_peer_role	r_role;
+	char			r_name[KXFER_NAME_MAX];
+	unsigned int		r_nrails;
+	struct kxfer_session	*r_sess[KXFER_RAIL_SLOTS];
+	u64			r_group;
+	u8			r_token[KXFER_RAIL_TOKEN_LEN];
+	u64			r_epoch;
+	int			r_lead;
+	u32			r_id;
+	enum kxfer_peer_auth	r_auth;
+	bool			r_named;
+	u32			r_rotor;
+	struct list_head	r_retry;
+	struct work_struct	r_retry_work;
 };
 
 /**
@@ -828,6 +878,22 @@ struct kxfer_session {
 	u32			s_idle_s;
 	u64			s_idle_since_ns;
 
+	/*
+	 * Rails (rail.c): the logical session this one is a rail of, or
+	 * %NULL (a reference); its index there; whether this connection
+	 * joins it (KXFER_CONN_F_JOIN); jobs posted again elsewhere after it
+	 * failed (failovers) and jobs it took from a failed rail (taken)
+	 */
+	struct kxfer_rails	*s_rails;
+	unsigned int		s_rail;
+	bool			s_join;
+	bool			s_got_token;
+	u64			s_join_group;	/* the r_group it joined */
+	const struct kxfer_device *s_rail_kd;	/* while up: placement */
+	int			s_rail_node;	/* ... its NUMA node */
+	atomic64_t		s_failovers;
+	atomic64_t		s_taken;
+
 	/* polled send CQs (poll.c): fixed when the session is made */
 	bool			s_poll;
 	struct mutex		s_poll_mutex;	/* one poller; q_pcq */
@@ -844,6 +910,11 @@ int kxfer_peer_create(const char *name, const struct sockaddr_storage *dst,
 		      unsigned int nqps, unsigned int depth,
 		      struct kxfer_key *key, bool poll,
 		      struct netlink_ext_ack *extack);
+int kxfer_peer_create_rails(const char *name,
+			    const struct sockaddr_storage *dsts,
+			    unsigned int ndst, unsigned int nqps,
+			    unsigned int depth, struct kxfer_key **keys,
+			    bool poll, struct netlink_ext_ack *extack);
 int kxfer_peer_delete(const char *name, struct netlink_ext_ack *extack);
 struct kxfer_session *kxfer_session_on_demand(const struct sockaddr_storage *dst,
 					      unsigned int nqps,
@@ -898,6 +969,34 @@ u64 kxfer_regs_drain_next(struct kxfer_session *s);
 void kxfer_rexports_clear(struct kxfer_session *s);
 void kxfer_rexports_drained(struct kxfer_session *s);
 void kxfer_rexport_job_end(struct kxfer_session *s, struct kxfer_rexport *rx);
+
+/* rail.c: a peer over several rails */
+struct kxfer_pool;
+struct kxfer_rhandle;
+struct kxfer_rails *kxfer_rails_alloc(enum kxfer_peer_role role,
+				      const char *name, unsigned int nrails);
+void kxfer_rails_put(struct kxfer_rails *r);
+void kxfer_rails_leave(struct kxfer_session *s);
+bool kxfer_rails_may_connect(struct kxfer_session *s);
+void kxfer_rails_conn_start(struct kxfer_session *s);
+void kxfer_rails_down(struct kxfer_session *s, bool was_up);
+void kxfer_rails_up(struct kxfer_session *s);
+void kxfer_rails_issue(struct kxfer_session *s);
+int kxfer_rails_recv(struct kxfer_session *s, const void *buf,
+		     const char **why);
+void kxfer_rails_join_start(struct kxfer_session *s);
+void kxfer_rails_join_refused(struct kxfer_session *s);
+u64 kxfer_peer_conn_gen(struct kxfer_session *s);
+u32 kxfer_peer_id(const struct kxfer_session *s);
+enum kxfer_peer_state kxfer_peer_state(struct kxfer_session *s);
+int kxfer_rails_lookup(struct kxfer_session *s, const char *name,
+		       const u8 *token, struct kxfer_rhandle *rh);
+struct kxfer_session *kxfer_rails_route(struct kxfer_session *s,
+					const struct kxfer_pool *pool,
+					const char *rname, u64 rgen,
+					int rail);
+unsigned int kxfer_rails_snapshot(struct kxfer_session *s,
+				  struct kxfer_session **out);
 
 /* listen.c */
 #define KXFER_MAX_ALLOW		16
@@ -1025,6 +1124,10 @@ struct kxfer_auth_counts *kxfer_auth_counts_alloc(void);
 void kxfer_auth_counts_put(struct kxfer_auth_counts *c);
 void kxfer_auth_session_down(struct kxfer_session *s);
 void kxfer_auth_reset(struct kxfer_session *s);
+void kxfer_auth_join_wait(struct kxfer_session *s);
+void kxfer_auth_join_ok(struct kxfer_session *s, enum kxfer_peer_auth result,
+			bool named);
+void kxfer_auth_fail_join(struct kxfer_session *s, const char *why);
 void kxfer_auth_release(struct kxfer_session *s);
 
 /* ---------------------------------------------------------------------- */
@@ -1212,6 +1315,8 @@ long kxfer_ioc_connect(struct kxfer_file *kf, void __user *uarg);
 /* Caller holds s_mutex. */
 struct kxfer_rexport *kxfer_rexport_find(struct kxfer_session *s,
 					 const char *name);
+int kxfer_rhandle_fill(struct kxfer_session *s, const char *name,
+		       const u8 *token, struct kxfer_rhandle *rh);
 
 /* Reserved fields and padding: zero, or the call is refused. */
 static inline bool kxfer_zero(const void *p, size_t len)

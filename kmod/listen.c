@@ -330,6 +330,13 @@ int kxfer_listener_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 				      KXFER_REJ_MALFORMED, why);
 		return 1;
 	}
+	/* A rail's join, to a node that does not speak rails (any more) */
+	if ((le16_to_cpu(conn.wc_flags) & KXFER_CONN_F_JOIN) &&
+	    !(READ_ONCE(kxfer_wire_features) & KXFER_WIRE_F_RAILS)) {
+		kxfer_listener_refuse(id, l, KXFER_REJ_MALFORMED,
+				      "rail join without rails");
+		return 1;
+	}
 	if (!kxfer_listener_allows(l, (struct sockaddr *)
 				   &id->route.addr.dst_addr)) {
 		kxfer_listener_refuse(id, l, KXFER_REJ_NOT_ALLOWED,

@@ -84,10 +84,17 @@ static const struct nla_policy kxfer_listen_policy[KXFER_A_LISTEN_MAX + 1] = {
 	[KXFER_A_LISTEN_POLL]	= { .type = NLA_FLAG },
 };
 
+/* A rail of peer add: its address, and a port if not the peer's */
+static const struct nla_policy kxfer_rail_policy[KXFER_A_RAIL_MAX + 1] = {
+	[KXFER_A_RAIL_ADDR]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
+	[KXFER_A_RAIL_PORT]	= NLA_POLICY_MIN(NLA_U16, 1),
+};
+
 static const struct nla_policy kxfer_peer_new_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_NAME]	= { .type = NLA_NUL_STRING,
 				    .len = KXFER_NAME_MAX - 1 },
 	[KXFER_A_PEER_ADDR]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
+	[KXFER_A_PEER_RAILS]	= NLA_POLICY_NESTED(kxfer_rail_policy),
 	[KXFER_A_PEER_PORT]	= NLA_POLICY_MIN(NLA_U16, 1),
 	[KXFER_A_PEER_QPS]	= NLA_POLICY_RANGE(NLA_U32, 1, KXFER_MAX_QPS),
 	[KXFER_A_PEER_DEPTH]	= NLA_POLICY_RANGE(NLA_U32, 16, 16384),
@@ -1036,6 +1043,71 @@ static int kxfer_nl_put_peer_exports(struct sk_buff *skb,
 	return 0;
 }
 
+/* One rail of a connecting peer; caller holds its s_mutex. */
+static int kxfer_nl_put_rail(struct sk_buff *skb, struct kxfer_session *r)
+{
+	const struct kxfer_sess_stats *st = &r->s_stats;
+	struct nlattr *nest;
+
+	nest = nla_nest_start(skb, KXFER_A_PEER_RAILS);
+	if (!nest ||
+	    nla_put_u32(skb, KXFER_A_RAIL_INDEX, r->s_rail) ||
+	    kxfer_nl_put_sockaddr(skb, KXFER_A_RAIL_ADDR, KXFER_A_RAIL_PORT,
+				  &r->s_dst) ||
+	    nla_put_u32(skb, KXFER_A_RAIL_STATE, r->s_state) ||
+	    (r->s_dev && nla_put_string(skb, KXFER_A_RAIL_DEV,
+					dev_name(&r->s_dev->kd_ibdev->dev))) ||
+	    (r->s_last_error[0] &&
+	     nla_put_string(skb, KXFER_A_RAIL_LAST_ERROR, r->s_last_error)) ||
+	    nla_put_u32(skb, KXFER_A_RAIL_RECONNECTS, r->s_reconnects) ||
+	    nla_put_u64_64bit(skb, KXFER_A_RAIL_JOBS, atomic64_read(&st->jobs),
+			      KXFER_A_RAIL_PAD) ||
+	    nla_put_u64_64bit(skb, KXFER_A_RAIL_BYTES,
+			      atomic64_read(&st->bytes), KXFER_A_RAIL_PAD) ||
+	    nla_put_u64_64bit(skb, KXFER_A_RAIL_OK, atomic64_read(&st->ok),
+			      KXFER_A_RAIL_PAD) ||
+	    nla_put_u64_64bit(skb, KXFER_A_RAIL_FAILOVERS,
+			      atomic64_read(&r->s_failovers), KXFER_A_RAIL_PAD) ||
+	    nla_put_u64_64bit(skb, KXFER_A_RAIL_TAKEN,
+			      atomic64_read(&r->s_taken), KXFER_A_RAIL_PAD) ||
+	    (r->s_join && r->s_ctrl_up &&
+	     nla_put_flag(skb, KXFER_A_RAIL_JOINED))) {
+		nla_nest_cancel(skb, nest);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+/*
+ * The rails of a connecting peer, in its first rail's peer show.  Caller
+ * holds the first rail's s_mutex (and kxfer_sess_mutex); the others'
+ * are taken in turn, as every walker of the sessions takes them.
+ */
+static int kxfer_nl_put_rails(struct sk_buff *skb, struct kxfer_session *s)
+{
+	struct kxfer_session *rails[KXFER_RAIL_SLOTS];
+	unsigned int i, n;
+	int ret = 0;
+
+	if (s->s_role != KXFER_PEER_CONNECTOR || s->s_rail)
+		return 0;
+	n = kxfer_rails_snapshot(s, rails);
+	for (i = 0; i < n; i++) {
+		if (!ret && rails[i] == s) {
+			ret = kxfer_nl_put_rail(skb, s);
+		} else if (!ret) {
+			/* no path holds another rail's and then this one's */
+			mutex_lock_nested(&rails[i]->s_mutex,
+					  SINGLE_DEPTH_NESTING);
+			ret = kxfer_nl_put_rail(skb, rails[i]);
+			mutex_unlock(&rails[i]->s_mutex);
+		}
+		kxfer_session_put(rails[i]);
+	}
+	return ret;
+}
+
 static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 			      enum kxfer_nl_peer_fill how)
 {
@@ -1049,10 +1121,18 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 	    (s->s_last_error[0] &&
 	     (nla_put_string(skb, KXFER_A_PEER_LAST_ERROR, s->s_last_error) ||
 	      nla_put_s32(skb, KXFER_A_PEER_LAST_ERRNO, s->s_last_errno))) ||
-	    kxfer_nl_put_retry(skb, s))
+	    kxfer_nl_put_retry(skb, s) ||
+	    (s->s_rails && nla_put_u32(skb, KXFER_A_PEER_RAIL, s->s_rail)))
 		return -EMSGSIZE;
 	if (how == KXFER_NL_PEER_STATE)
 		return 0;
+	if (s->s_rails &&
+	    (nla_put_u64_64bit(skb, KXFER_A_PEER_FAILOVERS,
+			       atomic64_read(&s->s_failovers), KXFER_A_PEER_PAD) ||
+	     nla_put_u64_64bit(skb, KXFER_A_PEER_TAKEN,
+			       atomic64_read(&s->s_taken), KXFER_A_PEER_PAD) ||
+	     kxfer_nl_put_rails(skb, s)))
+		return -EMSGSIZE;
 	if (kxfer_nl_put_sockaddr(skb, KXFER_A_PEER_ADDR, KXFER_A_PEER_PORT,
 				  &s->s_dst) ||
 	    nla_put_u32(skb, KXFER_A_PEER_QPS, s->s_nqps) ||
@@ -1102,6 +1182,72 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 	return kxfer_nl_put_peer_exports(skb, s);
 }
 
+/*
+ * peer add with rails: KXFER_A_PEER_ADDR is the first, each
+ * KXFER_A_PEER_RAILS one more; each rail proves the peer's key when it
+ * connects first, so each holds a reference to it.
+ */
+static int kxfer_nl_peer_new_rails(struct genl_info *info, const char *name,
+				   const struct sockaddr_storage *first)
+{
+	struct sockaddr_storage dsts[KXFER_MAX_RAILS];
+	struct kxfer_key *keys[KXFER_MAX_RAILS] = {};
+	struct nlattr **tb = info->attrs;
+	struct nlattr *rt[KXFER_A_RAIL_MAX + 1];
+	struct netlink_ext_ack *extack = info->extack;
+	unsigned int n = 1, i;
+	struct nlattr *nla;
+	int rem, ret;
+
+	dsts[0] = *first;
+	nla_for_each_attr(nla, genlmsg_data(info->genlhdr),
+			  genlmsg_len(info->genlhdr), rem) {
+		if (nla_type(nla) != KXFER_A_PEER_RAILS)
+			continue;
+		if (n == KXFER_MAX_RAILS) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "a peer has 1 to 8 rails");
+			return -EINVAL;
+		}
+		ret = nla_parse_nested(rt, KXFER_A_RAIL_MAX, nla,
+				       kxfer_rail_policy, extack);
+		if (ret)
+			return ret;
+		if (!rt[KXFER_A_RAIL_ADDR]) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "a rail needs an address");
+			return -EINVAL;
+		}
+		ret = kxfer_nl_sockaddr(rt[KXFER_A_RAIL_ADDR],
+					rt[KXFER_A_RAIL_PORT] ?:
+					tb[KXFER_A_PEER_PORT], &dsts[n], extack);
+		if (ret)
+			return ret;
+		for (i = 0; i < n; i++)
+			if (!memcmp(&dsts[i], &dsts[n], sizeof(dsts[n]))) {
+				NL_SET_ERR_MSG_ATTR(extack, nla,
+						    "two rails to one address");
+				return -EINVAL;
+			}
+		n++;
+	}
+	for (i = 0; tb[KXFER_A_PEER_KEY] && i < n; i++) {
+		keys[i] = kxfer_nl_key(info, KXFER_A_PEER_KEY);
+		if (IS_ERR(keys[i])) {
+			ret = PTR_ERR(keys[i]);
+			while (i--)
+				kxfer_key_put(keys[i]);
+			return ret;
+		}
+	}
+	return kxfer_peer_create_rails(name, dsts, n,
+				       tb[KXFER_A_PEER_QPS] ?
+				       nla_get_u32(tb[KXFER_A_PEER_QPS]) : 1,
+				       tb[KXFER_A_PEER_DEPTH] ?
+				       nla_get_u32(tb[KXFER_A_PEER_DEPTH]) : 0,
+				       tb[KXFER_A_PEER_KEY] ? keys : NULL,
+				       nla_get_flag(tb[KXFER_A_PEER_POLL]),
+				       extack);
+}
+
 static int kxfer_nl_peer_new_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr **tb = info->attrs;
@@ -1119,6 +1265,8 @@ static int kxfer_nl_peer_new_doit(struct sk_buff *skb, struct genl_info *info)
 				&ss, info->extack);
 	if (ret)
 		return ret;
+	if (tb[KXFER_A_PEER_RAILS])
+		return kxfer_nl_peer_new_rails(info, name, &ss);
 	key = kxfer_nl_key(info, KXFER_A_PEER_KEY);
 	if (IS_ERR(key))
 		return PTR_ERR(key);
@@ -1151,6 +1299,11 @@ static int kxfer_nl_peer_del_doit(struct sk_buff *skb, struct genl_info *info)
 	(nla_total_size(0) + nla_total_size(KXFER_NAME_MAX) + \
 	 2 * nla_total_size_64bit(sizeof(u64)) + 2 * nla_total_size(sizeof(u32)))
 #define KXFER_NL_PEER_QP_SIZE	(nla_total_size(0) + 4 * nla_total_size(sizeof(u32)))
+/* A rail's nest: an address, a device and an error string, counters */
+#define KXFER_NL_PEER_RAIL_SIZE	(nla_total_size(0) + nla_total_size(16) + \
+				 2 * nla_total_size(64) + \
+				 5 * nla_total_size(sizeof(u32)) + \
+				 5 * nla_total_size_64bit(sizeof(u64)))
 /* A reply larger than this leaves the export lists out (64 KiB). */
 #define KXFER_NL_PEER_MAX	(64 * 1024)
 
@@ -1165,6 +1318,7 @@ static size_t kxfer_nl_peer_size(struct kxfer_session *s)
 	list_for_each_entry(rg, &s->s_regs, rg_node)
 		n++;
 	return NLMSG_GOODSIZE + s->s_nqps * KXFER_NL_PEER_QP_SIZE +
+	       (s->s_rails ? KXFER_RAIL_SLOTS * KXFER_NL_PEER_RAIL_SIZE : 0) +
 	       n * KXFER_NL_PEER_EXPORT_SIZE;
 }
 
@@ -1266,6 +1420,12 @@ static int kxfer_nl_fill_stats(struct sk_buff *skb, struct kxfer_session *s)
 typedef int (*kxfer_nl_sess_fill_t)(struct sk_buff *skb,
 				    struct kxfer_session *s);
 
+/* A connecting peer's rail after the first: shown within the first's. */
+static bool kxfer_nl_other_rail(const struct kxfer_session *s)
+{
+	return s->s_rails && s->s_role == KXFER_PEER_CONNECTOR && s->s_rail;
+}
+
 /*
  * What a session command puts: @fill; where that can outgrow a message,
  * @size says how large to make the reply, and @brief is put instead when
@@ -1337,7 +1497,7 @@ static int kxfer_nl_sess_doit(struct genl_info *info, u8 cmd,
 
 	mutex_lock(&kxfer_sess_mutex);
 	list_for_each_entry(s, &kxfer_sessions, s_node) {
-		if (strcmp(s->s_name, name))
+		if (strcmp(s->s_name, name) || kxfer_nl_other_rail(s))
 			continue;
 		mutex_lock(&s->s_mutex);
 		ret = kxfer_nl_sess_reply(info, cmd, ops, s, &msg);
@@ -1393,7 +1553,7 @@ static int kxfer_nl_sess_dumpit(struct sk_buff *skb,
 	list_for_each_entry(s, &kxfer_sessions, s_node) {
 		bool first = !skb->len;
 
-		if (idx++ < cb->args[0])
+		if (kxfer_nl_other_rail(s) || idx++ < cb->args[0])
 			continue;
 		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
 				  cb->nlh->nlmsg_seq, &kxfer_genl_family,
@@ -1578,7 +1738,8 @@ static int kxfer_nl_fill_key(struct sk_buff *skb,
 	mutex_lock(&kxfer_sess_mutex);
 	list_for_each_entry(s, &kxfer_sessions, s_node) {
 		if (s->s_role != KXFER_PEER_CONNECTOR || !s->s_auth.sa_key ||
-		    strcmp(s->s_auth.sa_key->k_name, v->name))
+		    strcmp(s->s_auth.sa_key->k_name, v->name) ||
+		    kxfer_nl_other_rail(s))
 			continue;
 		if (nla_put_string(skb, KXFER_A_KEY_USER, s->s_name)) {
 			ret = -EMSGSIZE;

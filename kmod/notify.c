@@ -216,7 +216,7 @@ void kxfer_notify_deliver(struct kxfer_session *s, const char *export,
 		.type = KXFER_EV_NOTIFY,
 		.user_data = value,
 		.bytes = bytes,
-		.peer = s->s_id,
+		.peer = kxfer_peer_id(s),
 		.msg_len = msg_len,
 	};
 	struct kxfer_sub *sb;

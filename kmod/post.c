@@ -59,6 +59,7 @@ static void kxfer_job_free_work(struct work_struct *work)
 	struct kxfer_task *job, *tmp;
 
 	llist_for_each_entry_safe(job, tmp, list, j_free) {
+		kxfer_rails_job_free(job);
 		if (job->j_pool)
 			kxfer_pool_put(job->j_pool);
 		kfree(job->j_msg);
@@ -81,7 +82,7 @@ static DECLARE_WORK(kxfer_job_free, kxfer_job_free_work);
  */
 static bool kxfer_job_free_now(struct kxfer_task *job)
 {
-	if (is_vmalloc_addr(job))
+	if (is_vmalloc_addr(job) || is_vmalloc_addr(job->j_segs))
 		return false;
 	if (job->j_pool) {
 		if (!refcount_dec_not_one(&job->j_pool->kp_ref.refcount))
@@ -98,6 +99,7 @@ static bool kxfer_job_free_now(struct kxfer_task *job)
 		atomic_inc(&job->j_file->kf_freeing);
 		return false;
 	}
+	kxfer_rails_job_free(job);
 	kfree(job->j_msg);
 	kfree(job);
 	return true;
@@ -191,9 +193,13 @@ void kxfer_job_post(struct kxfer_task *job)
 	/* Nothing of it is in flight: a withdrawal may be answered. */
 	if (job->j_rx)
 		kxfer_rexport_job_end(job->j_sess, job->j_rx);
+	job->j_rx = NULL;
 	/* Its memory was revoked while it ran: what it moved is lost. */
 	if (pool && READ_ONCE(pool->kp_revoked))
 		kxfer_job_set_error(job, -ESTALE, 0);
+	/* Its rail failed: another of the peer's rails takes it (rail.c). */
+	if (job->j_rails && kxfer_rails_job_retry(job))
+		return;
 	kxfer_job_count(job);
 	kxfer_job_lat(job);
 	trace_job_complete(job->j_sess->s_id, job->j_user_data, job->j_status,

@@ -229,9 +229,19 @@ static void kxfer_session_release(struct kref *ref)
 					       s_ref);
 
 	kxfer_auth_release(s);
+	kxfer_rails_leave(s);
 	mutex_destroy(&s->s_poll_mutex);
 	mutex_destroy(&s->s_mutex);
 	kfree(s);
+}
+
+/*
+ * A connecting peer's rail other than the first: the peer is named, shown
+ * and deleted by its first rail's session (rail.c).
+ */
+static bool kxfer_session_is_rail(const struct kxfer_session *s)
+{
+	return s->s_rails && s->s_role == KXFER_PEER_CONNECTOR && s->s_rail;
 }
 
 /* How much a session of a looked-up name is worth: more is better. */
@@ -257,7 +267,8 @@ static struct kxfer_session *kxfer_session_by_name(const char *name)
 
 	lockdep_assert_held(&kxfer_sess_mutex);
 	list_for_each_entry(s, &kxfer_sessions, s_node) {
-		if (strcmp(s->s_name, name))
+		/* A peer over rails is its first rail's session. */
+		if (strcmp(s->s_name, name) || kxfer_session_is_rail(s))
 			continue;
 		if (!found || kxfer_session_rank(s) > kxfer_session_rank(found))
 			found = s;
@@ -549,6 +560,7 @@ static int kxfer_qp_connect(struct kxfer_session *s, struct kxfer_qp *qp)
 	wc.wc_qp_count = s->s_nqps;
 	wc.wc_session_id = cpu_to_le64(s->s_sid);
 	wc.wc_recv_credits = cpu_to_le16(KXFER_CTRL_RECVS);
+	wc.wc_flags = cpu_to_le16(s->s_join ? KXFER_CONN_F_JOIN : 0);
 	strscpy(wc.wc_node, kxfer_node_name, sizeof(wc.wc_node));
 	wc.wc_incarnation = cpu_to_le32(kxfer_incarnation);
 	kxfer_conn_param(s, &param, &wc, sizeof(wc));
@@ -784,6 +796,8 @@ static void kxfer_session_down(struct kxfer_session *s)
 	spin_unlock_irqrestore(&s->s_lock, flags);
 
 	kxfer_auth_session_down(s);
+	if (s->s_rails)
+		kxfer_rails_down(s, prev == KXFER_PEER_UP);
 	/* A handshake that failed counts against its address. */
 	if (s->s_role == KXFER_PEER_ACCEPTOR &&
 	    s->s_auth.sa_result == KXFER_PEER_AUTH_FAILED)
@@ -819,6 +833,7 @@ static void kxfer_session_ctrl_start(struct kxfer_session *s)
 	s->s_ctrl_up = true;
 	/* Handles and held jobs of the last connection are stale now. */
 	s->s_conn_gen++;
+	kxfer_rails_conn_start(s);
 	/* The last connection's queue says nothing of this one's. */
 	s->s_ka_rtt_recent_ns = 0;
 	/* First of all: tell a newer acceptor what we speak too. */
@@ -895,6 +910,11 @@ static void kxfer_session_work(struct work_struct *work)
 		kxfer_ctrl_process(s);
 	if (test_bit(KXFER_SE_FAIL, &s->s_events))
 		goto out_unlock;
+	/* A connector of several rails gets the token of the session. */
+	if (s->s_role == KXFER_PEER_ACCEPTOR && !s->s_rails && !s->s_join &&
+	    s->s_got_hello && (s->s_peer_features & KXFER_WIRE_F_RAILS) &&
+	    kxfer_auth_ready(s))
+		kxfer_rails_issue(s);
 	/* Nothing is advertised to a peer that has yet to authenticate. */
 	if (kxfer_auth_ready(s) &&
 	    test_and_clear_bit(KXFER_SE_REGS, &s->s_events)) {
@@ -923,6 +943,7 @@ static void kxfer_session_work(struct work_struct *work)
 		kxfer_info("peer %s: up, %u QP%s on %s, remote node %s\n",
 			   s->s_name, s->s_nqps, s->s_nqps > 1 ? "s" : "",
 			   s->s_dev->kd_name, s->s_remote_node);
+		kxfer_rails_up(s);
 		kxfer_session_notify(s);
 	}
 out_unlock:
@@ -1090,7 +1111,9 @@ static void kxfer_session_timer(struct work_struct *work)
 	idle = now > last ? now - last : 0;
 	switch (s->s_state) {
 	case KXFER_PEER_DOWN:
-		if (s->s_role == KXFER_PEER_CONNECTOR) {
+		/* A rail may wait for another's first connection (rail.c). */
+		if (s->s_role == KXFER_PEER_CONNECTOR &&
+		    kxfer_rails_may_connect(s)) {
 			s->s_reconnects++;
 			kxfer_session_connect(s);
 		}
@@ -1302,6 +1325,9 @@ static int kxfer_qp_established(struct kxfer_qp *qp, struct rdma_cm_event *ev)
 							  wa_features))
 		s->s_peer_features = le32_to_cpu(wa->wa_features) &
 				     READ_ONCE(kxfer_wire_features);
+	/* Rails only for a peer of several: no token is asked for then. */
+	if (!s->s_rails)
+		s->s_peer_features &= ~KXFER_WIRE_F_RAILS;
 	if (kxfer_auth_accepted(s, wa, ev->param.conn.private_data_len)) {
 		spin_unlock_irqrestore(&s->s_lock, flags);
 		return -EPROTO;
@@ -1610,6 +1636,7 @@ kxfer_session_accept_find(struct rdma_cm_id *id,
 			return ERR_PTR(-ENOMEM);
 		}
 		s->s_sid = sid;
+		s->s_join = le16_to_cpu(conn->wc_flags) & KXFER_CONN_F_JOIN;
 		s->s_incarnation = le32_to_cpu(conn->wc_incarnation);
 		memcpy(s->s_remote_node, node, sizeof(s->s_remote_node));
 		s->s_state = KXFER_PEER_CONNECTING;
@@ -1705,7 +1732,8 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 
 	ret = -EBUSY;
 	if (s->s_state != KXFER_PEER_CONNECTING ||
-	    conn->wc_qp_count != s->s_nqps || s->s_qps[idx].q_id)
+	    conn->wc_qp_count != s->s_nqps || s->s_qps[idx].q_id ||
+	    s->s_join != !!(le16_to_cpu(conn->wc_flags) & KXFER_CONN_F_JOIN))
 		goto out_unlock;
 
 	qp = &s->s_qps[idx];
@@ -1983,27 +2011,136 @@ void kxfer_session_on_demand_done(struct kxfer_session *s, bool made,
 }
 
 /**
+ * kxfer_peer_create_rails - add a peer over several rails
+ * @name: unique among connecting sessions
+ * @dsts: the remote listener's address and port on each rail, 2 or more
+ * @ndst: how many, at most KXFER_MAX_RAILS
+ * @nqps: QPs per rail, 1..KXFER_MAX_QPS
+ * @depth: send queue depth per QP, or 0 for the default
+ * @keys: the key every rail proves when it connects first, or %NULL
+ *	(@ndst references, kxfer_key_get(); taken, or dropped on failure)
+ * @poll: its send CQs are polled by its users (poll.c)
+ * @extack: for the reason of a refusal
+ *
+ * One session per rail, each its own device, QPs and PD, in one logical
+ * peer (rail.c); the first rail is the peer's session (handles, peer
+ * show), the others follow it.
+ *
+ * Return: 0, %-EEXIST, %-EINVAL, %-EOPNOTSUPP or %-ENOMEM.  May sleep.
+ */
+int kxfer_peer_create_rails(const char *name,
+			    const struct sockaddr_storage *dsts,
+			    unsigned int ndst, unsigned int nqps,
+			    unsigned int depth, struct kxfer_key **keys,
+			    bool poll, struct netlink_ext_ack *extack)
+{
+	struct kxfer_session *rails[KXFER_MAX_RAILS] = {}, *it;
+	struct kxfer_rails *r = NULL;
+	unsigned int i;
+	int ret;
+
+	ret = -EINVAL;
+	if (!nqps || nqps > KXFER_MAX_QPS) {
+		NL_SET_ERR_MSG(extack, "qps must be 1 to 16");
+		goto out_keys;
+	}
+	if (ndst < 2 || ndst > KXFER_MAX_RAILS) {
+		NL_SET_ERR_MSG(extack, "a peer has 1 to 8 rails");
+		goto out_keys;
+	}
+	ret = -EOPNOTSUPP;
+	if (!(READ_ONCE(kxfer_wire_features) & KXFER_WIRE_F_RAILS)) {
+		NL_SET_ERR_MSG(extack, "rails are off (module parameter wire_features)");
+		goto out_keys;
+	}
+	ret = -ENOMEM;
+	r = kxfer_rails_alloc(KXFER_PEER_CONNECTOR, name, ndst);
+	if (!r)
+		goto out_keys;
+	for (i = 0; i < ndst; i++) {
+		rails[i] = kxfer_session_alloc(name, KXFER_PEER_CONNECTOR, nqps,
+					       depth ?: kxfer_default_depth);
+		if (!rails[i])
+			goto out_free;
+		rails[i]->s_auth.sa_key = keys ? keys[i] : NULL;
+		if (keys)
+			keys[i] = NULL;
+		rails[i]->s_poll = poll;
+		memcpy(&rails[i]->s_dst, &dsts[i], sizeof(rails[i]->s_dst));
+		refcount_inc(&r->r_ref);
+		rails[i]->s_rails = r;
+		rails[i]->s_rail = i;
+		r->r_sess[i] = rails[i];
+	}
+	r->r_id = rails[0]->s_id;
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(it, &kxfer_sessions, s_node) {
+		if (it->s_role == KXFER_PEER_CONNECTOR &&
+		    !strcmp(it->s_name, name)) {
+			mutex_unlock(&kxfer_sess_mutex);
+			NL_SET_ERR_MSG(extack, "peer already exists");
+			ret = -EEXIST;
+			goto out_free;
+		}
+	}
+	for (i = 0; i < ndst; i++) {
+		list_add_tail(&rails[i]->s_node, &kxfer_sessions);
+		/* The first rail connects first; the others follow its token. */
+		mutex_lock(&rails[i]->s_mutex);
+		if (kxfer_rails_may_connect(rails[i]))
+			kxfer_session_connect(rails[i]);
+		mutex_unlock(&rails[i]->s_mutex);
+	}
+	mutex_unlock(&kxfer_sess_mutex);
+	kxfer_rails_put(r);
+	return 0;
+
+out_free:
+	for (i = 0; i < ndst; i++)
+		if (rails[i])
+			kxfer_session_put(rails[i]);
+	kxfer_rails_put(r);
+out_keys:
+	for (i = 0; keys && i < ndst; i++)
+		kxfer_key_put(keys[i]);
+	return ret;
+}
+
+/**
  * kxfer_peer_delete - disconnect and forget a peer
  * @name: a connecting session's name, or an accepting session's
  * @extack: for the reason of a refusal
+ *
+ * A peer over rails goes with all of them.
  *
  * Return: 0 or %-ENOENT.  May sleep: waits for the teardown.
  */
 int kxfer_peer_delete(const char *name, struct netlink_ext_ack *extack)
 {
-	struct kxfer_session *found;
+	struct kxfer_session *found, *it, *tmp;
+	LIST_HEAD(victims);
 
 	mutex_lock(&kxfer_sess_mutex);
 	found = kxfer_session_by_name(name);
-	if (found)
-		list_del_init(&found->s_node);
+	if (found && found->s_rails &&
+	    found->s_role == KXFER_PEER_CONNECTOR) {
+		list_for_each_entry_safe(it, tmp, &kxfer_sessions, s_node)
+			if (it->s_rails == found->s_rails)
+				list_move_tail(&it->s_node, &victims);
+	} else if (found) {
+		list_move_tail(&found->s_node, &victims);
+	}
 	mutex_unlock(&kxfer_sess_mutex);
 	if (!found) {
 		NL_SET_ERR_MSG(extack, "no such peer");
 		return -ENOENT;
 	}
-	kxfer_session_stop(found);
-	kxfer_session_put(found);
+	list_for_each_entry_safe(it, tmp, &victims, s_node) {
+		list_del_init(&it->s_node);
+		kxfer_session_stop(it);
+		kxfer_session_put(it);
+	}
 	return 0;
 }
 

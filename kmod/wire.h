@@ -130,7 +130,7 @@ struct kxfer_wire_accept {
 #define KXFER_WIRE_F_RAILS	(1U << 5)
 #define KXFER_WIRE_FEATURES	(KXFER_WIRE_F_NOTIFY_MSG | KXFER_WIRE_F_AUTH | \
 				 KXFER_WIRE_F_DRAIN | KXFER_WIRE_F_MRS32 | \
-				 KXFER_WIRE_F_TOKEN)
+				 KXFER_WIRE_F_TOKEN | KXFER_WIRE_F_RAILS)
 
 /* rdma_reject() private data: why. */
 struct kxfer_wire_reject {

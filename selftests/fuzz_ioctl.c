@@ -1399,7 +1399,7 @@ static void make_job(struct thr *t, struct kfd *k, struct kxfer_job *j,
 		j->flags = rval(&t->rng) | 2;
 		break;
 	case 2:
-		j->reserved = rval(&t->rng) | 1;
+		j->rail = rval(&t->rng) | 1;
 		break;
 	case 3:
 		j->nsegs = rval(&t->rng);
@@ -1465,7 +1465,8 @@ static bool job_acceptable(struct thr *t, struct kfd *k,
 
 	*bytes = BYTES_MASK;
 	if ((j->op != KXFER_OP_WRITE && j->op != KXFER_OP_READ && !atomic) ||
-	    (j->flags & ~KXFER_JOB_FLAGS) || j->reserved || !j->nsegs ||
+	    /* rail 0 is the only rail of the fuzzer's peer */
+	    (j->flags & ~KXFER_JOB_FLAGS) || j->rail || !j->nsegs ||
 	    /* a message needs its length, which the fuzzer leaves 0 */
 	    (j->flags & KXFER_JOB_NOTIFY_MSG) || j->notify_len ||
 	    j->nsegs > limits.max_segments || !j->pool || !j->peer ||
@@ -1669,7 +1670,7 @@ static void fz_submit(struct thr *t, struct kfd *k)
 	if (ptr_faults(pk) || pk == P_CROSS || (pk == P_RO && exact > 0))
 		exact = EFAULT;
 	snprintf(t->desc, sizeof(t->desc),
-		 "SUBMIT fd %d arg %s %p jobs %s 0x%llx njobs %u flags 0x%x reserved %llx,%llx; job0 op %u flags 0x%x pool %u peer %u remote %u nsegs %u segs 0x%llx reserved %llx user_data 0x%llx seg0 %llx:%llx:%llx",
+		 "SUBMIT fd %d arg %s %p jobs %s 0x%llx njobs %u flags 0x%x reserved %llx,%llx; job0 op %u flags 0x%x pool %u peer %u remote %u nsegs %u segs 0x%llx rail %u user_data 0x%llx seg0 %llx:%llx:%llx",
 		 k->fd, ptr_name[pk], p, ptr_name[jk],
 		 (unsigned long long)in.jobs, in.njobs, in.flags,
 		 (unsigned long long)in.reserved[0],
@@ -1677,7 +1678,7 @@ static void fz_submit(struct thr *t, struct kfd *k)
 		 t->jobs[0].flags, t->jobs[0].pool, t->jobs[0].peer,
 		 t->jobs[0].remote, t->jobs[0].nsegs,
 		 (unsigned long long)t->jobs[0].segs,
-		 (unsigned long long)t->jobs[0].reserved,
+		 t->jobs[0].rail,
 		 (unsigned long long)t->jobs[0].user_data,
 		 (unsigned long long)t->segs[0].local_off,
 		 (unsigned long long)t->segs[0].remote_off,

@@ -1715,7 +1715,7 @@ static int cmd_refuse(int argc, char **argv)
 	job.flags = 1U << 31;
 	check_jobs(&r, "unknown-flag", EINVAL, &job, 1);
 	job = r.base;
-	job.reserved = 1U << 31;
+	job.rail = 1U << 31;
 	check_jobs(&r, "reserved", EINVAL, &job, 1);
 
 	/* A notification's message, and a notification alone. */

@@ -102,6 +102,12 @@ struct kxfer_query {
 /* KXFER_IOC_CONNECT: sessions on demand, under the administrator's policy */
 #define KXFER_FEAT_CONNECT	(1ULL << 12)
 
+/*
+ * Peers over several rails: KXFER_JOB_RAIL, and jobs posted again on
+ * another rail when theirs fails
+ */
+#define KXFER_FEAT_RAILS	(1ULL << 13)
+
 /* Bytes of an export's token (KXFER_EXPORT_TOKEN) */
 #define KXFER_TOKEN_LEN		16
 
@@ -257,8 +263,14 @@ enum kxfer_op {
  * cannot receive them: such a job is refused with -EOPNOTSUPP.
  */
 #define KXFER_JOB_NOTIFY_MSG	(1U << 2)
+/*
+ * The job goes to rail @rail of its peer (kxferctl peer show lists them,
+ * 0 the first), not to the one nearest its memory; if that rail is not
+ * up, to another, as any job of a peer whose rail fails.
+ */
+#define KXFER_JOB_RAIL		(1U << 3)
 #define KXFER_JOB_FLAGS		(KXFER_JOB_NOTIFY | KXFER_JOB_FENCE | \
-				 KXFER_JOB_NOTIFY_MSG)
+				 KXFER_JOB_NOTIFY_MSG | KXFER_JOB_RAIL)
 
 /**
  * struct kxfer_job - one transfer between an attached pool and a remote
@@ -279,7 +291,8 @@ enum kxfer_op {
  * @compare_add: CAS: the value compared; FADD: the value added; else 0
  * @swap: CAS: the value stored if equal; else 0
  * @notify_len: with KXFER_JOB_NOTIFY_MSG, the message's bytes; else 0
- * @reserved: must be 0
+ * @rail: with KXFER_JOB_RAIL, the rail of the peer to use, below the
+ *	peer's number of rails (EINVAL otherwise); else 0
  */
 struct kxfer_job {
 	__u32 op;
@@ -294,7 +307,7 @@ struct kxfer_job {
 	__u64 compare_add;
 	__u64 swap;
 	__u32 notify_len;
-	__u32 reserved;
+	__u32 rail;
 };
 
 /**
@@ -1149,9 +1162,49 @@ enum {
 	KXFER_A_PEER_IDLE_TIMEOUT,
 	/* u32, made on demand: ms it has been without a handle or a job */
 	KXFER_A_PEER_IDLE_MS,
+	/*
+	 * u32: a session of a peer over several rails: its rail (the
+	 * connector's index, 0 the first; an accepting session that did not
+	 * join one shows KXFER_MAX_RAILS)
+	 */
+	KXFER_A_PEER_RAIL,
+	/*
+	 * nest, attribute-set "rail"; repeated.  peer add: the addresses of
+	 * the rails after the first (KXFER_A_PEER_ADDR); peer show of a
+	 * connecting peer over rails: every rail, its state and counters
+	 */
+	KXFER_A_PEER_RAILS,
+	/* u64: jobs of this session posted again on another rail */
+	KXFER_A_PEER_FAILOVERS,
+	/* u64: jobs this session took from a failed rail */
+	KXFER_A_PEER_TAKEN,
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
+};
+
+/* attribute-set "rail": one rail of a peer over several (DESIGN §13) */
+enum {
+	KXFER_A_RAIL_UNSPEC,
+	KXFER_A_RAIL_INDEX,		/* u32, 0 the first */
+	KXFER_A_RAIL_ADDR,		/* binary, 4 or 16 bytes */
+	KXFER_A_RAIL_PORT,		/* u16, host order; peer add: default
+					 * KXFER_A_PEER_PORT's
+					 */
+	KXFER_A_RAIL_STATE,		/* u32, enum kxfer_peer_state */
+	KXFER_A_RAIL_DEV,		/* string, its RDMA device while connected */
+	KXFER_A_RAIL_LAST_ERROR,	/* string */
+	KXFER_A_RAIL_RECONNECTS,	/* u32 */
+	KXFER_A_RAIL_JOBS,		/* u64, jobs started on it */
+	KXFER_A_RAIL_BYTES,		/* u64, their bytes */
+	KXFER_A_RAIL_OK,		/* u64, jobs that completed on it */
+	KXFER_A_RAIL_FAILOVERS,		/* u64, jobs moved off it when it failed */
+	KXFER_A_RAIL_TAKEN,		/* u64, jobs it took from failed rails */
+	KXFER_A_RAIL_PAD,
+	KXFER_A_RAIL_JOINED,		/* flag: this connection joined the session */
+
+	__KXFER_A_RAIL_MAX,
+	KXFER_A_RAIL_MAX = __KXFER_A_RAIL_MAX - 1
 };
 
 /* attribute-set "qp": one queue pair of a session */

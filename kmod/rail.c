@@ -1,0 +1,1095 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kxfer: a peer over several rails (DESIGN §13).
+ *
+ * A node with one RDMA NIC per GPU, each on its own subnet and switch,
+ * reaches a peer over several rails.  kxferctl peer add NAME A0,A1,...
+ * makes one session per address (each its own device, QPs, PD and export
+ * registrations), grouped here into one logical peer: one name, one
+ * handle for /dev/kxfer, one authentication, one FENCE order.
+ *
+ * On the wire (Documentation/wire-protocol.rst, Rails): the first
+ * connection to come up authenticates as any session does, and the
+ * acceptor gives it a token (RAIL_TOKEN) for the logical session; every
+ * other rail connects with KXFER_CONN_F_JOIN and proves the token
+ * (RAIL_JOIN, RAIL_JOINED: HMAC-SHA256 over both nonces and the
+ * connection), which stands for the handshake and carries its result.
+ *
+ * Jobs: each goes to one rail, the one nearest its memory (rail_rank()),
+ * or the one it names (KXFER_JOB_RAIL).  A WRITE or READ whose rail fails
+ * before it completed is built again and posted on a rail that is up, as
+ * often as rails fail under it, and ends (one event) only once it
+ * completed or no rail is left; atomics are not posted twice.
+ *
+ * Locking: r_lock (a spinlock, taken from completion handlers) guards a
+ * group's slots, token and queue; kxfer_rails_lock the acceptor's list of
+ * groups.  A session's s_mutex is never taken under either.
+ */
+#include <linux/slab.h>
+#include <linux/random.h>
+#include <linux/string.h>
+#include <crypto/algapi.h>
+#include <crypto/hash.h>
+
+#include "kxfer.h"
+#include "job.h"
+#include "plan.h"
+
+/* Acceptor: the logical sessions a rail may join, by r_group. */
+static LIST_HEAD(kxfer_rails_list);
+static DEFINE_SPINLOCK(kxfer_rails_lock);
+
+/* A job is posted again at most this often (rails that keep failing). */
+#define KXFER_RAIL_RETRIES	16
+/* A rail waiting for the first connection's token looks again after this. */
+#define KXFER_RAIL_WAIT_MS	100
+
+static void kxfer_rails_retry_work(struct work_struct *work);
+
+/**
+ * kxfer_rails_alloc - a new logical session over rails
+ * @role: which side of it this node is
+ * @name: the peer's name (connector) or the remote node's (acceptor)
+ * @nrails: connector: its rails; acceptor: 0
+ *
+ * Return: the group with one reference, or %NULL.
+ */
+struct kxfer_rails *kxfer_rails_alloc(enum kxfer_peer_role role,
+				      const char *name, unsigned int nrails)
+{
+	struct kxfer_rails *r;
+
+	BUILD_BUG_ON(KXFER_RAIL_SLOTS < KXFER_MAX_RAILS);
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return NULL;
+	refcount_set(&r->r_ref, 1);
+	INIT_LIST_HEAD(&r->r_node);
+	INIT_LIST_HEAD(&r->r_retry);
+	spin_lock_init(&r->r_lock);
+	INIT_WORK(&r->r_retry_work, kxfer_rails_retry_work);
+	r->r_role = role;
+	strscpy(r->r_name, name, sizeof(r->r_name));
+	r->r_nrails = nrails;
+	r->r_lead = -1;
+	return r;
+}
+
+/**
+ * kxfer_rails_put - drop a reference to a group
+ * @r: the group, or %NULL
+ *
+ * The last one takes it off the acceptor's list and frees it.  Any
+ * context.
+ */
+void kxfer_rails_put(struct kxfer_rails *r)
+{
+	unsigned long flags;
+
+	if (!r || !refcount_dec_and_test(&r->r_ref))
+		return;
+	/* A lookup meanwhile finds it at 0 and passes (kxfer_rails_find()). */
+	spin_lock_irqsave(&kxfer_rails_lock, flags);
+	list_del_init(&r->r_node);
+	spin_unlock_irqrestore(&kxfer_rails_lock, flags);
+	memzero_explicit(r->r_token, sizeof(r->r_token));
+	kfree(r);
+}
+
+/**
+ * kxfer_rails_leave - a session of a group is freed
+ * @s: the session, its last reference gone
+ *
+ * Any context.
+ */
+void kxfer_rails_leave(struct kxfer_session *s)
+{
+	struct kxfer_rails *r = s->s_rails;
+	unsigned long flags;
+	unsigned int i;
+
+	if (!r)
+		return;
+	spin_lock_irqsave(&r->r_lock, flags);
+	for (i = 0; i < KXFER_RAIL_SLOTS; i++)
+		if (r->r_sess[i] == s)
+			r->r_sess[i] = NULL;
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	s->s_rails = NULL;
+	kxfer_rails_put(r);
+}
+
+/* The session in slot @i, referenced, or %NULL.  Caller holds r_lock. */
+static struct kxfer_session *kxfer_rails_slot_get(struct kxfer_rails *r,
+						  unsigned int i)
+{
+	struct kxfer_session *s = r->r_sess[i];
+
+	return s && kref_get_unless_zero(&s->s_ref) ? s : NULL;
+}
+
+/**
+ * kxfer_rails_snapshot - the sessions of a peer's rails, referenced
+ * @s: any session of the peer
+ * @out: KXFER_RAIL_SLOTS entries; the caller puts each
+ *
+ * Return: how many; a session that is no rail of a group is its own one.
+ */
+unsigned int kxfer_rails_snapshot(struct kxfer_session *s,
+				  struct kxfer_session **out)
+{
+	struct kxfer_rails *r = s->s_rails;
+	unsigned long flags;
+	unsigned int i, n = 0;
+
+	if (!r) {
+		kxfer_session_get(s);
+		out[0] = s;
+		return 1;
+	}
+	spin_lock_irqsave(&r->r_lock, flags);
+	for (i = 0; i < ARRAY_SIZE(r->r_sess); i++) {
+		out[n] = kxfer_rails_slot_get(r, i);
+		if (out[n])
+			n++;
+	}
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	return n;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Connecting side                                                         */
+/* ---------------------------------------------------------------------- */
+
+static bool kxfer_rails_connector(const struct kxfer_session *s)
+{
+	return s->s_rails && s->s_rails->r_role == KXFER_PEER_CONNECTOR;
+}
+
+/* Rails that wait for a token look again now. */
+static void kxfer_rails_kick(struct kxfer_rails *r, struct kxfer_session *self)
+{
+	struct kxfer_session *s;
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&r->r_lock, flags);
+	for (i = 0; i < r->r_nrails; i++) {
+		s = r->r_sess[i];
+		if (s && s != self && READ_ONCE(s->s_state) == KXFER_PEER_DOWN)
+			mod_delayed_work(kxfer_wq, &s->s_timer, 0);
+	}
+	spin_unlock_irqrestore(&r->r_lock, flags);
+}
+
+/**
+ * kxfer_rails_may_connect - may a rail connect now, and how?
+ * @s: a connecting session, down
+ *
+ * With a token of the logical session, it joins it; without, one rail at
+ * a time makes the first connection (and learns the token), the others
+ * wait for it and look again every KXFER_RAIL_WAIT_MS.  Caller holds
+ * s_mutex.
+ *
+ * Return: true to connect now (s_join says how), false to wait.
+ */
+bool kxfer_rails_may_connect(struct kxfer_session *s)
+{
+	struct kxfer_rails *r = s->s_rails;
+	unsigned long flags;
+	bool ok = true;
+
+	s->s_join = false;
+	if (!r)
+		return true;
+	spin_lock_irqsave(&r->r_lock, flags);
+	if (r->r_group)
+		s->s_join = true;
+	else if (r->r_lead < 0 || r->r_lead == (int)s->s_rail)
+		r->r_lead = s->s_rail;
+	else
+		ok = false;
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	if (!ok)
+		mod_delayed_work(kxfer_wq, &s->s_timer,
+				 msecs_to_jiffies(KXFER_RAIL_WAIT_MS));
+	return ok;
+}
+
+/**
+ * kxfer_rails_conn_start - a rail's control channel starts
+ * @s: the session
+ *
+ * A connection that does not join starts a new logical session: remote
+ * handles of the last one are stale from now on, whatever rail they were
+ * used on.  Caller holds s_mutex.
+ */
+void kxfer_rails_conn_start(struct kxfer_session *s)
+{
+	struct kxfer_rails *r = s->s_rails;
+	unsigned long flags;
+
+	if (!kxfer_rails_connector(s) || s->s_join)
+		return;
+	spin_lock_irqsave(&r->r_lock, flags);
+	r->r_epoch++;
+	spin_unlock_irqrestore(&r->r_lock, flags);
+}
+
+/**
+ * kxfer_rails_up - a rail came up
+ * @s: the session
+ *
+ * Placement needs to know its device.  Caller holds s_mutex.
+ */
+void kxfer_rails_up(struct kxfer_session *s)
+{
+	if (!s->s_rails || !s->s_dev)
+		return;
+	WRITE_ONCE(s->s_rail_kd, s->s_dev);
+	WRITE_ONCE(s->s_rail_node, ibdev_to_node(s->s_dev->kd_ibdev));
+	if (s->s_rails->r_nrails > 1 && s->s_join)
+		kxfer_info("peer %s: rail %u up on %s, joined\n", s->s_name,
+			   s->s_rail, s->s_dev->kd_name);
+}
+
+/**
+ * kxfer_rails_down - a rail failed, before its teardown
+ * @s: the session
+ * @was_up: it was up
+ *
+ * A rail that made the first connection lets another try.  Caller holds
+ * s_mutex.
+ */
+void kxfer_rails_down(struct kxfer_session *s, bool was_up)
+{
+	struct kxfer_rails *r = s->s_rails;
+	unsigned long flags;
+	bool lead = false;
+
+	WRITE_ONCE(s->s_rail_kd, NULL);
+	s->s_got_token = false;
+	if (!kxfer_rails_connector(s))
+		return;
+	spin_lock_irqsave(&r->r_lock, flags);
+	if (r->r_lead == (int)s->s_rail) {
+		r->r_lead = -1;
+		lead = true;
+	}
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	if (lead)
+		kxfer_rails_kick(r, s);
+	if (was_up && r->r_nrails > 1)
+		kxfer_info("peer %s: rail %u down: %s\n", s->s_name, s->s_rail,
+			   s->s_fail_why);
+}
+
+/* Connector: the acceptor's token, on the first connection. */
+static int kxfer_rails_token(struct kxfer_session *s,
+			     const struct kxfer_msg_rail_token *rt,
+			     const char **why)
+{
+	struct kxfer_rails *r = s->s_rails;
+	unsigned long flags;
+
+	if (!kxfer_rails_connector(s) || s->s_join || s->s_got_token ||
+	    !(s->s_peer_features & KXFER_WIRE_F_RAILS)) {
+		*why = "unexpected RAIL_TOKEN";
+		return -EPROTO;
+	}
+	s->s_got_token = true;
+	spin_lock_irqsave(&r->r_lock, flags);
+	r->r_group = le64_to_cpu(rt->rt_group);
+	memcpy(r->r_token, rt->rt_token, sizeof(r->r_token));
+	r->r_auth = s->s_auth.sa_result;
+	r->r_named = kxfer_auth_named(s);
+	if (r->r_lead == (int)s->s_rail)
+		r->r_lead = -1;
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	kxfer_rails_kick(r, s);
+	return 0;
+}
+
+/**
+ * kxfer_rails_join_refused - the acceptor knows no session to join
+ * @s: a connecting rail whose join was refused
+ *
+ * The token is stale (the acceptor restarted, or all its rails went):
+ * the next attempt makes a first connection again, at once.  Caller
+ * holds s_mutex.
+ */
+void kxfer_rails_join_refused(struct kxfer_session *s)
+{
+	struct kxfer_rails *r = s->s_rails;
+	unsigned long flags;
+
+	if (!kxfer_rails_connector(s))
+		return;
+	spin_lock_irqsave(&r->r_lock, flags);
+	if (r->r_group == s->s_join_group) {
+		r->r_group = 0;
+		memzero_explicit(r->r_token, sizeof(r->r_token));
+	}
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	s->s_backoff_ms = 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The join's proofs                                                       */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * The proof of @role for a connection joining @group as rail @rail, keyed
+ * with @token: HMAC-SHA256 of struct kxfer_wire_rail_mac, which binds it
+ * to both nonces, both nodes and this connection's QPs.
+ */
+static int kxfer_rails_mac(struct kxfer_session *s, const u8 *token,
+			   u64 group, u32 rail, u32 role, u8 *out)
+{
+	const struct kxfer_sess_auth *a = &s->s_auth;
+	bool conn = s->s_role == KXFER_PEER_CONNECTOR;
+	struct kxfer_wire_rail_mac m = {};
+	struct crypto_shash *tfm;
+	unsigned int i;
+	int ret;
+
+	BUILD_BUG_ON(sizeof(KXFER_RAIL_LABEL) > sizeof(m.rm_label));
+	memcpy(m.rm_label, KXFER_RAIL_LABEL, sizeof(KXFER_RAIL_LABEL));
+	m.rm_role = cpu_to_le32(role);
+	m.rm_rail = cpu_to_le32(rail);
+	m.rm_group = cpu_to_le64(group);
+	m.rm_session_id = cpu_to_le64(s->s_sid);
+	m.rm_incarnation = cpu_to_le32(conn ? kxfer_incarnation :
+				       s->s_incarnation);
+	m.rm_nqps = cpu_to_le32(s->s_nqps);
+	memcpy(m.rm_cnonce, conn ? a->sa_nonce : a->sa_peer_nonce,
+	       sizeof(m.rm_cnonce));
+	memcpy(m.rm_anonce, conn ? a->sa_peer_nonce : a->sa_nonce,
+	       sizeof(m.rm_anonce));
+	strscpy_pad(m.rm_cnode, conn ? kxfer_node_name : s->s_remote_node,
+		    sizeof(m.rm_cnode));
+	strscpy_pad(m.rm_anode, conn ? s->s_remote_node : kxfer_node_name,
+		    sizeof(m.rm_anode));
+	for (i = 0; i < s->s_nqps; i++) {
+		const struct kxfer_qp *qp = &s->s_qps[i];
+		u32 mine = qp->q_id && qp->q_id->qp ? qp->q_id->qp->qp_num : 0;
+
+		m.rm_qpn[i][conn ? 0 : 1] = cpu_to_le32(mine);
+		m.rm_qpn[i][conn ? 1 : 0] = cpu_to_le32(qp->q_remote_qpn);
+	}
+
+	tfm = crypto_alloc_shash("hmac(sha256)", 0, 0);
+	if (IS_ERR(tfm))
+		return PTR_ERR(tfm);
+	ret = crypto_shash_setkey(tfm, token, KXFER_RAIL_TOKEN_LEN);
+	if (!ret)
+		ret = crypto_shash_tfm_digest(tfm, (const u8 *)&m, sizeof(m),
+					      out);
+	crypto_free_shash(tfm);		/* wipes the keyed state */
+	return ret;
+}
+
+/* A copy of the connector's token, if it is still that of @group. */
+static bool kxfer_rails_token_copy(struct kxfer_rails *r, u64 group, u8 *token)
+{
+	unsigned long flags;
+	bool ok;
+
+	spin_lock_irqsave(&r->r_lock, flags);
+	ok = group && r->r_group == group;
+	if (ok)
+		memcpy(token, r->r_token, KXFER_RAIL_TOKEN_LEN);
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	return ok;
+}
+
+/**
+ * kxfer_rails_join_start - a joining rail's first words after its HELLO
+ * @s: a connecting session made with KXFER_CONN_F_JOIN; the acceptor's
+ *	nonce came with its accept
+ *
+ * Sends RAIL_JOIN with a nonce of ours and our proof of the token, and
+ * waits for the acceptor's.  Caller holds s_mutex.
+ */
+void kxfer_rails_join_start(struct kxfer_session *s)
+{
+	struct kxfer_sess_auth *a = &s->s_auth;
+	struct kxfer_msg_rail_join rj = {};
+	u8 token[KXFER_RAIL_TOKEN_LEN];
+	unsigned long flags;
+	u64 group;
+	int ret;
+
+	spin_lock_irqsave(&s->s_rails->r_lock, flags);
+	group = s->s_rails->r_group;
+	spin_unlock_irqrestore(&s->s_rails->r_lock, flags);
+	if (!kxfer_rails_token_copy(s->s_rails, group, token)) {
+		kxfer_session_fail(s, -EAGAIN, "rail join: the session ended");
+		return;
+	}
+	s->s_join_group = group;
+	get_random_bytes(a->sa_nonce, sizeof(a->sa_nonce));
+	ret = kxfer_rails_mac(s, token, group, s->s_rail,
+			      KXFER_AUTH_ROLE_CONNECTOR, rj.rj_mac);
+	memzero_explicit(token, sizeof(token));
+	if (ret) {
+		kxfer_session_fail(s, ret, "cannot compute HMAC-SHA256");
+		return;
+	}
+	rj.rj_group = cpu_to_le64(group);
+	rj.rj_rail = cpu_to_le32(s->s_rail);
+	memcpy(rj.rj_nonce, a->sa_nonce, sizeof(rj.rj_nonce));
+	kxfer_auth_join_wait(s);
+	kxfer_ctrl_send(s, KXFER_MSG_RAIL_JOIN, &rj.rj_group,
+			sizeof(rj) - sizeof(rj.rj_hdr));
+}
+
+/* Acceptor: the group of that id whose remote node is @node, referenced. */
+static struct kxfer_rails *kxfer_rails_find(u64 group, const char *node,
+					    u8 *token)
+{
+	struct kxfer_rails *r, *found = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&kxfer_rails_lock, flags);
+	list_for_each_entry(r, &kxfer_rails_list, r_node) {
+		if (r->r_group != group || strcmp(r->r_name, node) ||
+		    !refcount_inc_not_zero(&r->r_ref))
+			continue;
+		found = r;
+		memcpy(token, r->r_token, KXFER_RAIL_TOKEN_LEN);
+		break;
+	}
+	spin_unlock_irqrestore(&kxfer_rails_lock, flags);
+	return found;
+}
+
+/*
+ * Acceptor: @s takes a slot of @r, as rail @rail.  An older connection
+ * of the same rail (the connector tore it down before connecting again)
+ * ends now rather than at its keepalive timeout.
+ *
+ * Return: 0, or -EUSERS if every slot is taken.
+ */
+static int kxfer_rails_take_slot(struct kxfer_rails *r,
+				 struct kxfer_session *s, u32 rail)
+{
+	struct kxfer_session *old = NULL, *it;
+	unsigned long flags;
+	int i, free = -1;
+
+	spin_lock_irqsave(&r->r_lock, flags);
+	for (i = 0; i < KXFER_RAIL_SLOTS; i++) {
+		it = r->r_sess[i];
+		if (!it) {
+			free = free < 0 ? i : free;
+		} else if (it->s_rail == rail && !old) {
+			old = kxfer_rails_slot_get(r, i);
+			if (old)
+				free = i;
+		}
+	}
+	if (free >= 0)
+		r->r_sess[free] = s;
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	if (old) {
+		kxfer_session_fail(old, -ECONNRESET,
+				   "its rail connected again");
+		kxfer_session_put(old);
+	}
+	return free < 0 ? -EUSERS : 0;
+}
+
+/* Acceptor: a connection proves the token of a session it joins. */
+static int kxfer_rails_join(struct kxfer_session *s,
+			    const struct kxfer_msg_rail_join *rj,
+			    const char **why)
+{
+	struct kxfer_msg_rail_joined rd = {};
+	u64 group = le64_to_cpu(rj->rj_group);
+	u32 rail = le32_to_cpu(rj->rj_rail);
+	u8 token[KXFER_RAIL_TOKEN_LEN], mac[KXFER_AUTH_MAC_LEN];
+	struct kxfer_rails *r;
+	int ret;
+
+	if (s->s_role != KXFER_PEER_ACCEPTOR ||
+	    s->s_auth.sa_state != KXFER_AUTH_S_WAIT_JOIN ||
+	    !s->s_got_hello || !(s->s_peer_features & KXFER_WIRE_F_RAILS)) {
+		*why = "unexpected RAIL_JOIN";
+		return -EPROTO;
+	}
+	r = kxfer_rails_find(group, s->s_remote_node, token);
+	if (!r) {
+		kxfer_auth_fail_join(s, "rail join: no such session here");
+		return 0;
+	}
+	memcpy(s->s_auth.sa_peer_nonce, rj->rj_nonce,
+	       sizeof(s->s_auth.sa_peer_nonce));
+	ret = kxfer_rails_mac(s, token, group, rail, KXFER_AUTH_ROLE_CONNECTOR,
+			      mac);
+	if (!ret && crypto_memneq(mac, rj->rj_mac, sizeof(mac))) {
+		memzero_explicit(token, sizeof(token));
+		kxfer_rails_put(r);
+		kxfer_auth_fail_join(s, "rail join: the proof does not match the session's token");
+		return 0;
+	}
+	if (!ret)
+		ret = kxfer_rails_mac(s, token, group, rail,
+				      KXFER_AUTH_ROLE_ACCEPTOR, rd.rd_mac);
+	memzero_explicit(token, sizeof(token));
+	if (ret) {
+		kxfer_rails_put(r);
+		*why = "cannot compute HMAC-SHA256";
+		return ret;
+	}
+	s->s_rail = rail;
+	if (kxfer_rails_take_slot(r, s, rail)) {
+		kxfer_rails_put(r);
+		kxfer_auth_fail_join(s, "rail join: the session has too many rails");
+		return 0;
+	}
+	s->s_rails = r;
+	kxfer_ctrl_send(s, KXFER_MSG_RAIL_JOINED, rd.rd_mac,
+			sizeof(rd) - sizeof(rd.rd_hdr));
+	kxfer_ctrl_flush(s);
+	kxfer_auth_join_ok(s, r->r_auth, r->r_named);
+	kxfer_info("peer %s: rail %u joined the session of peer id %u\n",
+		   s->s_name, rail, r->r_id);
+	return 0;
+}
+
+/* Connector: the acceptor's proof. */
+static int kxfer_rails_joined(struct kxfer_session *s,
+			      const struct kxfer_msg_rail_joined *rd,
+			      const char **why)
+{
+	struct kxfer_rails *r = s->s_rails;
+	u8 token[KXFER_RAIL_TOKEN_LEN], mac[KXFER_AUTH_MAC_LEN];
+	unsigned long flags;
+	enum kxfer_peer_auth auth;
+	bool named;
+	int ret;
+
+	if (!kxfer_rails_connector(s) ||
+	    s->s_auth.sa_state != KXFER_AUTH_S_WAIT_JOINED) {
+		*why = "unexpected RAIL_JOINED";
+		return -EPROTO;
+	}
+	if (!kxfer_rails_token_copy(r, s->s_join_group, token)) {
+		kxfer_session_fail(s, -EAGAIN, "rail join: the session ended");
+		return 0;
+	}
+	ret = kxfer_rails_mac(s, token, s->s_join_group, s->s_rail,
+			      KXFER_AUTH_ROLE_ACCEPTOR, mac);
+	memzero_explicit(token, sizeof(token));
+	if (ret) {
+		*why = "cannot compute HMAC-SHA256";
+		return ret;
+	}
+	if (crypto_memneq(mac, rd->rd_mac, sizeof(mac))) {
+		kxfer_auth_fail_join(s, "rail join: the peer's proof does not match");
+		return 0;
+	}
+	spin_lock_irqsave(&r->r_lock, flags);
+	auth = r->r_auth;
+	named = r->r_named;
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	kxfer_auth_join_ok(s, auth, named);
+	return 0;
+}
+
+/**
+ * kxfer_rails_issue - give a connector the token of its logical session
+ * @s: an accepting session that did not join one, whose connector's
+ *	HELLO had KXFER_WIRE_F_RAILS, once it authenticated (or needs not)
+ *
+ * Other rails of the connector's then join it (kxfer_rails_join()).
+ * Caller holds s_mutex.
+ */
+void kxfer_rails_issue(struct kxfer_session *s)
+{
+	struct kxfer_msg_rail_token rt = {};
+	struct kxfer_rails *r;
+	unsigned long flags;
+
+	r = kxfer_rails_alloc(KXFER_PEER_ACCEPTOR, s->s_remote_node, 0);
+	if (!r) {
+		kxfer_session_fail(s, -ENOMEM, "no memory for the session's rails");
+		return;
+	}
+	do {
+		r->r_group = get_random_u64();
+	} while (!r->r_group);
+	get_random_bytes(r->r_token, sizeof(r->r_token));
+	r->r_id = s->s_id;
+	r->r_auth = s->s_auth.sa_result;
+	r->r_named = kxfer_auth_named(s);
+	r->r_sess[0] = s;
+	s->s_rail = KXFER_MAX_RAILS;	/* the connector's index is not told */
+	s->s_rails = r;
+	spin_lock_irqsave(&kxfer_rails_lock, flags);
+	list_add(&r->r_node, &kxfer_rails_list);
+	spin_unlock_irqrestore(&kxfer_rails_lock, flags);
+
+	rt.rt_group = cpu_to_le64(r->r_group);
+	memcpy(rt.rt_token, r->r_token, sizeof(rt.rt_token));
+	kxfer_ctrl_send(s, KXFER_MSG_RAIL_TOKEN, &rt.rt_group,
+			sizeof(rt) - sizeof(rt.rt_hdr));
+	memzero_explicit(&rt, sizeof(rt));
+}
+
+/**
+ * kxfer_rails_recv - apply a message of the rails
+ * @s: the session
+ * @buf: RAIL_TOKEN, RAIL_JOIN or RAIL_JOINED, checked by kxfer_wire_check()
+ *	and, for the join's, by kxfer_auth_gate()
+ * @why: set to a reason on failure
+ *
+ * Caller holds s_mutex.
+ *
+ * Return: 0, or a negative errno that ends the session.
+ */
+int kxfer_rails_recv(struct kxfer_session *s, const void *buf,
+		     const char **why)
+{
+	const struct kxfer_msg_hdr *h = buf;
+
+	switch (h->mh_type) {
+	case KXFER_MSG_RAIL_TOKEN:
+		return kxfer_rails_token(s, buf, why);
+	case KXFER_MSG_RAIL_JOIN:
+		return kxfer_rails_join(s, buf, why);
+	case KXFER_MSG_RAIL_JOINED:
+		return kxfer_rails_joined(s, buf, why);
+	default:
+		*why = "unknown message type";
+		return -EPROTO;
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* What files see                                                          */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * kxfer_peer_conn_gen - the connection remote handles are valid on
+ * @s: a session
+ *
+ * A connecting peer over rails: its logical session, which outlives the
+ * connections of its rails while one of them is up; otherwise the
+ * session's current connection.  Caller holds s_mutex.
+ *
+ * Return: a number that changes when handles looked up before go stale.
+ */
+u64 kxfer_peer_conn_gen(struct kxfer_session *s)
+{
+	struct kxfer_rails *r = s->s_rails;
+	unsigned long flags;
+	u64 epoch;
+
+	if (!kxfer_rails_connector(s))
+		return s->s_conn_gen;
+	spin_lock_irqsave(&r->r_lock, flags);
+	epoch = r->r_epoch;
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	return epoch;
+}
+
+/**
+ * kxfer_peer_id - the peer id events name a session's peer by
+ * @s: a session
+ *
+ * Return: the id of the logical session's first rail, or the session's.
+ */
+u32 kxfer_peer_id(const struct kxfer_session *s)
+{
+	return s->s_rails ? s->s_rails->r_id : s->s_id;
+}
+
+/**
+ * kxfer_peer_state - a peer's state as a whole
+ * @s: a session
+ *
+ * Return: up if one of its rails is, else the session's own state.
+ */
+enum kxfer_peer_state kxfer_peer_state(struct kxfer_session *s)
+{
+	struct kxfer_session *rails[KXFER_RAIL_SLOTS];
+	enum kxfer_peer_state st = READ_ONCE(s->s_state);
+	unsigned int i, n;
+
+	if (!kxfer_rails_connector(s))
+		return st;
+	n = kxfer_rails_snapshot(s, rails);
+	for (i = 0; i < n; i++) {
+		if (READ_ONCE(rails[i]->s_state) == KXFER_PEER_UP)
+			st = KXFER_PEER_UP;
+		kxfer_session_put(rails[i]);
+	}
+	return st;
+}
+
+/**
+ * kxfer_rails_lookup - a remote export of a peer over rails
+ * @s: a connecting session of a group (the peer's handle names it)
+ * @name: the export's name
+ * @token: the token the lookup presents, or %NULL
+ * @rh: filled: generation, length, access and the logical session
+ *
+ * Looked up on the first rail that is up and has it.  May sleep.
+ *
+ * Return: 0 or %-ENOENT.
+ */
+int kxfer_rails_lookup(struct kxfer_session *s, const char *name,
+		       const u8 *token, struct kxfer_rhandle *rh)
+{
+	struct kxfer_session *rails[KXFER_RAIL_SLOTS];
+	unsigned int i, n;
+	int ret = -ENOENT;
+
+	n = kxfer_rails_snapshot(s, rails);
+	for (i = 0; i < n; i++) {
+		struct kxfer_session *r = rails[i];
+
+		mutex_lock(&r->s_mutex);
+		if (ret && r->s_state == KXFER_PEER_UP)
+			ret = kxfer_rhandle_fill(r, name, token, rh);
+		mutex_unlock(&r->s_mutex);
+		kxfer_session_put(r);
+	}
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Placement                                                               */
+/* ---------------------------------------------------------------------- */
+
+/* The NUMA node of a pool's memory, or NUMA_NO_NODE. */
+static int kxfer_pool_node(const struct kxfer_pool *pool)
+{
+	if (!pool)
+		return NUMA_NO_NODE;
+	if (pool->kp_numa != NUMA_NO_NODE)
+		return pool->kp_numa;
+	if (pool->kp_nchunks && pool->kp_chunks[0].kc_page)
+		return page_to_nid(pool->kp_chunks[0].kc_page);
+	return NUMA_NO_NODE;
+}
+
+/*
+ * How near a rail is to a job's memory: 2 on the device a dma-buf pool
+ * was imported for (GPU memory that only that device reaches, or that
+ * sits on its PCIe switch), 1 on the NUMA node of the pool's pages, 0
+ * otherwise.
+ */
+static int kxfer_rail_rank(const struct kxfer_session *r,
+			   const struct kxfer_pool *pool, int node)
+{
+	const struct kxfer_device *kd = READ_ONCE(r->s_rail_kd);
+
+	if (pool && pool->kp_kind == KXFER_POOL_KIND_DMABUF &&
+	    pool->kp_src.ps_dev && pool->kp_src.ps_dev == kd)
+		return 2;
+	if (node != NUMA_NO_NODE && READ_ONCE(r->s_rail_node) == node)
+		return 1;
+	return 0;
+}
+
+/*
+ * The rail for a job: @want if it is up, else the nearest one up, the
+ * equally near taking turns; not one of @tried, which gets the one
+ * chosen.  Any context.
+ *
+ * Return: the rail's session, referenced, or %NULL if none is left.
+ */
+static struct kxfer_session *kxfer_rails_pick(struct kxfer_rails *r,
+					      const struct kxfer_pool *pool,
+					      int want, unsigned long *tried)
+{
+	int node = kxfer_pool_node(pool), best = -1, best_rank = -1;
+	struct kxfer_session *s = NULL;
+	unsigned int k, i, start;
+	unsigned long flags;
+
+	spin_lock_irqsave(&r->r_lock, flags);
+	start = r->r_rotor++;
+	for (k = 0; k < r->r_nrails; k++) {
+		int rank;
+
+		i = (start + k) % r->r_nrails;
+		if (!r->r_sess[i] || test_bit(i, tried) ||
+		    READ_ONCE(r->r_sess[i]->s_state) != KXFER_PEER_UP)
+			continue;
+		rank = i == want ? 3 : kxfer_rail_rank(r->r_sess[i], pool, node);
+		if (rank > best_rank) {
+			best = i;
+			best_rank = rank;
+		}
+	}
+	if (best >= 0) {
+		set_bit(best, tried);
+		s = kxfer_rails_slot_get(r, best);
+	}
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	return s;
+}
+
+/**
+ * kxfer_job_route - the session a job is built for, locked
+ * @sp: in, the session of the job's peer handle (referenced); out, the
+ *	rail chosen (referenced; the handle's reference is dropped), its
+ *	s_mutex held
+ * @pool: the job's pool, or %NULL
+ * @rh: the job's remote handle, copied
+ * @uj: the job
+ *
+ * A peer of one rail is its own session.  Of a peer over rails, the rail
+ * of kxfer_rails_pick() that is still up once locked and has the export
+ * at the handle's generation; if none has, the last one tried, for the
+ * caller to refuse the job (-ENOTCONN, -ESTALE).  May sleep.
+ *
+ * Return: 0 with *@sp locked, or %-EINVAL (KXFER_JOB_RAIL names a rail
+ * the peer does not have) with nothing locked.
+ */
+int kxfer_job_route(struct kxfer_session **sp, const struct kxfer_pool *pool,
+		    const struct kxfer_rhandle *rh, const struct kxfer_job *uj)
+{
+	struct kxfer_session *s = *sp, *r;
+	int want = uj->flags & KXFER_JOB_RAIL ? (int)uj->rail : -1;
+	struct kxfer_rexport *rx;
+	unsigned long tried = 0;
+
+	if (!kxfer_rails_connector(s)) {
+		if (want > 0)
+			return -EINVAL;
+		mutex_lock(&s->s_mutex);
+		return 0;
+	}
+	if (want >= (int)s->s_rails->r_nrails)
+		return -EINVAL;
+	for (;;) {
+		r = kxfer_rails_pick(s->s_rails, pool, want, &tried);
+		if (r) {
+			kxfer_session_put(s);
+			*sp = s = r;
+		}
+		mutex_lock(&s->s_mutex);
+		if (!r)
+			return 0;
+		rx = s->s_state == KXFER_PEER_UP ?
+		     kxfer_rexport_find(s, rh->rh_name) : NULL;
+		if (rx && rx->rx_gen == rh->rh_gen)
+			return 0;
+		mutex_unlock(&s->s_mutex);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Failover                                                                */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * kxfer_rails_job_keep - what a job needs to be posted on another rail
+ * @job: a job made for @s, not started
+ * @s: a rail of a connecting peer, or any other session
+ * @segs: the job's segments
+ * @uj: the job as submitted
+ *
+ * Caller holds @s's s_mutex.
+ *
+ * Return: 0 or %-ENOMEM; then nothing is kept.
+ */
+int kxfer_rails_job_keep(struct kxfer_task *job, struct kxfer_session *s,
+			 const struct kxfer_plan_seg *segs,
+			 const struct kxfer_job *uj)
+{
+	INIT_LIST_HEAD(&job->j_retry_node);
+	if (!kxfer_rails_connector(s))
+		return 0;
+	if (uj->nsegs && (uj->op == KXFER_OP_WRITE || uj->op == KXFER_OP_READ)) {
+		job->j_segs = kvmalloc_array(uj->nsegs, sizeof(*segs),
+					     GFP_KERNEL);
+		if (!job->j_segs)
+			return -ENOMEM;
+		memcpy(job->j_segs, segs, (size_t)uj->nsegs * sizeof(*segs));
+		job->j_nsegs = uj->nsegs;
+	}
+	refcount_inc(&s->s_rails->r_ref);
+	job->j_rails = s->s_rails;
+	job->j_epoch = kxfer_peer_conn_gen(s);
+	return 0;
+}
+
+/**
+ * kxfer_rails_job_free - drop what a job kept for its rails
+ * @job: an ended job
+ *
+ * Any context.
+ */
+void kxfer_rails_job_free(struct kxfer_task *job)
+{
+	kvfree(job->j_segs);
+	job->j_segs = NULL;
+	kxfer_rails_put(job->j_rails);
+	job->j_rails = NULL;
+}
+
+/*
+ * A job whose rail failed under it: WRITE and READ move the same bytes
+ * again (what landed lands again, the same), atomics would not.
+ */
+static bool kxfer_rails_retryable(const struct kxfer_task *job)
+{
+	if (job->j_op != KXFER_OP_WRITE && job->j_op != KXFER_OP_READ)
+		return false;
+	if (job->j_retries >= KXFER_RAIL_RETRIES)
+		return false;
+	switch (job->j_status) {
+	case -ECONNRESET:	/* flushed: the rail went down */
+	case -ENOTCONN:		/* its QPs were dead when it started */
+	case -ETIMEDOUT:	/* the transport gave up: the path is gone */
+	case -EIO:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/**
+ * kxfer_rails_job_retry - post a failed job on another rail instead
+ * @job: a job of a peer over rails, ended, its event not yet posted
+ *
+ * Any context: the peer's retry work builds it again.
+ *
+ * Return: true if the job was taken (no event now), false to end it.
+ */
+bool kxfer_rails_job_retry(struct kxfer_task *job)
+{
+	struct kxfer_rails *r = job->j_rails;
+	unsigned long flags;
+
+	if (!kxfer_rails_retryable(job))
+		return false;
+	atomic64_inc(&job->j_sess->s_failovers);
+	spin_lock_irqsave(&r->r_lock, flags);
+	list_add_tail(&job->j_retry_node, &r->r_retry);
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	refcount_inc(&r->r_ref);
+	if (!queue_work(kxfer_wq, &r->r_retry_work))
+		kxfer_rails_put(r);
+	return true;
+}
+
+/*
+ * Build @old again for rail @s and start it there; @old's holds (file,
+ * pool, message, segments, gate count) move to the new job and @old is
+ * freed.  Caller holds s_mutex.
+ *
+ * Return: 0, or why @s cannot take it (then @old is untouched).
+ */
+static int kxfer_rails_repost_on(struct kxfer_session *s,
+				 struct kxfer_task *old)
+{
+	struct kxfer_task *job;
+	struct kxfer_rexport *rx;
+	u32 nwr = 0;
+	int ret;
+
+	if (s->s_state != KXFER_PEER_UP ||
+	    kxfer_peer_conn_gen(s) != old->j_epoch)
+		return -ENOTCONN;
+	rx = kxfer_rexport_find(s, old->j_rname);
+	if (!rx || rx->rx_gen != old->j_rgen)
+		return -ESTALE;
+	if (old->j_msg && !(s->s_peer_features & KXFER_WIRE_F_NOTIFY_MSG))
+		return -EOPNOTSUPP;
+	if (old->j_nsegs) {
+		ret = kxfer_job_remake(s, old->j_pool, rx, old->j_op,
+				       old->j_segs, old->j_nsegs, old->j_bytes,
+				       &job, &nwr);
+		if (ret)
+			return ret;
+	} else {
+		/* A notification alone: nothing to build. */
+		job = kvzalloc(sizeof(*job), GFP_KERNEL);
+		if (!job)
+			return -ENOMEM;
+	}
+	INIT_LIST_HEAD(&job->j_notify_node);
+	INIT_LIST_HEAD(&job->j_held_node);
+	INIT_LIST_HEAD(&job->j_retry_node);
+	job->j_file = old->j_file;
+	job->j_gate = old->j_gate;
+	job->j_pool = old->j_pool;
+	job->j_msg = old->j_msg;
+	job->j_msg_len = old->j_msg_len;
+	job->j_segs = old->j_segs;
+	job->j_nsegs = old->j_nsegs;
+	job->j_rails = old->j_rails;
+	job->j_epoch = old->j_epoch;
+	job->j_retries = old->j_retries + 1;
+	job->j_notify = old->j_notify;
+	job->j_notify_value = old->j_notify_value;
+	job->j_op = old->j_op;
+	job->j_rgen = old->j_rgen;
+	memcpy(job->j_rname, old->j_rname, sizeof(job->j_rname));
+	job->j_user_data = old->j_user_data;
+	job->j_submit_ns = old->j_submit_ns;
+	job->j_bytes = old->j_bytes;
+	kxfer_session_get(s);
+	job->j_sess = s;
+	job->j_conn_gen = s->s_conn_gen;
+
+	atomic64_inc(&s->s_taken);
+	atomic64_inc(&s->s_stats.jobs);
+	atomic64_add(job->j_bytes, &s->s_stats.bytes);
+	atomic64_add(job->j_nsegs, &s->s_stats.segs);
+	atomic64_add(nwr, &s->s_stats.wrs);
+	kxfer_job_start(job, rx, NULL);
+
+	/* Only the shell of @old is left: its rail's reference. */
+	kxfer_session_put(old->j_sess);
+	kvfree(old);
+	return 0;
+}
+
+/* Post a failed job on the nearest rail that takes it, or end it. */
+static void kxfer_rails_repost(struct kxfer_rails *r, struct kxfer_task *old)
+{
+	struct kxfer_session *s;
+	unsigned long tried = 0;
+	int ret;
+
+	while ((s = kxfer_rails_pick(r, old->j_pool, -1, &tried))) {
+		mutex_lock(&s->s_mutex);
+		ret = kxfer_rails_repost_on(s, old);
+		mutex_unlock(&s->s_mutex);
+		kxfer_session_put(s);
+		if (!ret)
+			return;
+	}
+	/* No rail is left: it ends with the error its rail gave it. */
+	old->j_retries = KXFER_RAIL_RETRIES;
+	kxfer_job_post(old);
+}
+
+static void kxfer_rails_retry_work(struct work_struct *work)
+{
+	struct kxfer_rails *r = container_of(work, struct kxfer_rails,
+					     r_retry_work);
+	struct kxfer_task *job;
+	unsigned long flags;
+
+	for (;;) {
+		spin_lock_irqsave(&r->r_lock, flags);
+		job = list_first_entry_or_null(&r->r_retry, struct kxfer_task,
+					       j_retry_node);
+		if (job)
+			list_del_init(&job->j_retry_node);
+		spin_unlock_irqrestore(&r->r_lock, flags);
+		if (!job)
+			break;
+		kxfer_rails_repost(r, job);
+	}
+	kxfer_rails_put(r);
+}
