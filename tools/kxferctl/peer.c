@@ -6,7 +6,8 @@
  * listener makes the sessions it accepts.  "peer show" prints both, with
  * each session's queue pairs and the exports the remote advertised; those
  * come as KXFER_A_PEER_QP and KXFER_A_PEER_REMOTE_EXPORT nests repeated
- * at the top level of the message.
+ * at the top level of the message.  A peer over several rails ("peer add
+ * NAME ADDR,ADDR...") lists each rail in a KXFER_A_PEER_RAILS nest.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,10 @@ static const char *const peer_attr_names[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_ON_DEMAND]	= "on-demand",
 	[KXFER_A_PEER_IDLE_TIMEOUT]	= "idle-timeout",
 	[KXFER_A_PEER_IDLE_MS]		= "idle-ms",
+	[KXFER_A_PEER_RAIL]		= "rail",
+	[KXFER_A_PEER_RAILS]		= "rails",
+	[KXFER_A_PEER_FAILOVERS]	= "failovers",
+	[KXFER_A_PEER_TAKEN]		= "taken",
 };
 
 static const struct kx_attr_set peer_set = {
@@ -99,6 +104,26 @@ static const struct nla_policy peer_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_ATTEMPTS]		= { .type = NLA_U32 },
 	/* s64, as NLA_U64 for the same reason as last_errno */
 	[KXFER_A_PEER_NEXT_TRY_NS]	= { .type = NLA_U64 },
+	[KXFER_A_PEER_RAIL]		= { .type = NLA_U32 },
+	[KXFER_A_PEER_RAILS]		= { .type = NLA_NESTED },
+	[KXFER_A_PEER_FAILOVERS]	= { .type = NLA_U64 },
+	[KXFER_A_PEER_TAKEN]		= { .type = NLA_U64 },
+};
+
+static const struct nla_policy rail_policy[KXFER_A_RAIL_MAX + 1] = {
+	[KXFER_A_RAIL_INDEX]		= { .type = NLA_U32 },
+	[KXFER_A_RAIL_ADDR]		= { .minlen = 4, .maxlen = 16 },
+	[KXFER_A_RAIL_PORT]		= { .type = NLA_U16 },
+	[KXFER_A_RAIL_STATE]		= { .type = NLA_U32 },
+	[KXFER_A_RAIL_DEV]		= { .type = NLA_STRING },
+	[KXFER_A_RAIL_LAST_ERROR]	= { .type = NLA_STRING },
+	[KXFER_A_RAIL_RECONNECTS]	= { .type = NLA_U32 },
+	[KXFER_A_RAIL_JOBS]		= { .type = NLA_U64 },
+	[KXFER_A_RAIL_BYTES]		= { .type = NLA_U64 },
+	[KXFER_A_RAIL_OK]		= { .type = NLA_U64 },
+	[KXFER_A_RAIL_FAILOVERS]	= { .type = NLA_U64 },
+	[KXFER_A_RAIL_TAKEN]		= { .type = NLA_U64 },
+	[KXFER_A_RAIL_JOINED]		= { .type = NLA_FLAG },
 };
 
 /* enum kxfer_peer_auth */
@@ -146,12 +171,12 @@ static const char *const qp_states[] = {
 static void peer_help(FILE *fp)
 {
 	fprintf(fp,
-		"Usage: kxferctl peer add NAME ADDR [ port PORT ] [ qps QPS ] [ depth DEPTH ] [ key KEY ]\n"
-		"                             [ cq { irq | poll } ]\n"
+		"Usage: kxferctl peer add NAME ADDR[,ADDR...] [ port PORT ] [ qps QPS ] [ depth DEPTH ]\n"
+		"                             [ key KEY ] [ cq { irq | poll } ]\n"
 		"       kxferctl peer del NAME\n"
 		"       kxferctl peer show [ NAME ]\n"
 		"       kxferctl peer help\n"
-		"where  ADDR := { IPv4 address | IPv6 address }\n"
+		"where  ADDR := { IPv4 address | IPv6 address }; up to %d, one per rail\n"
 		"       PORT := 1..65535   (default %d)\n"
 		"       QPS := 1..%d   (queue pairs of the session)\n"
 		"       DEPTH := send queue depth of each queue pair\n"
@@ -159,7 +184,7 @@ static void peer_help(FILE *fp)
 		"              then authenticated, or not up\n"
 		"       cq poll: send completions are reaped by the users' SUBMIT and REAP\n"
 		"              (polled CQs); irq (default): in softirq\n",
-		KXFER_PORT, KXFER_MAX_QPS);
+		KXFER_MAX_RAILS, KXFER_PORT, KXFER_MAX_QPS);
 }
 
 static int peer_cmd_help(struct kx *kx)
@@ -236,6 +261,60 @@ static int lexp_print(struct nlattr *nest)
 		out_bytes("mr_page", nla_get_u64(tb[KXFER_A_REXP_MR_PAGE]));
 	out_end_obj();
 	return 0;
+}
+
+/*
+ * Text: a continuation line "rail 1 addr 10.98.0.2 port 19875 state up dev
+ * rxe1 jobs 12 bytes 12M ok 12 failovers 0 taken 3 reconnects 1 via join".
+ */
+static int rail_print(struct nlattr *nest)
+{
+	struct nlattr *tb[KXFER_A_RAIL_MAX + 1];
+	char addr[KX_ADDR_STRLEN];
+	int ret = 0;
+
+	if (nla_parse_nested(tb, KXFER_A_RAIL_MAX, nest,
+			     (struct nla_policy *)rail_policy) < 0 ||
+	    !tb[KXFER_A_RAIL_INDEX])
+		return -1;
+
+	out_start_obj(NULL);
+	out_u64(out_is_json() ? "index" : "rail",
+		nla_get_u32(tb[KXFER_A_RAIL_INDEX]));
+	if (tb[KXFER_A_RAIL_ADDR]) {
+		if (kx_format_addr(addr, sizeof(addr),
+				   nla_data(tb[KXFER_A_RAIL_ADDR]),
+				   (size_t)nla_len(tb[KXFER_A_RAIL_ADDR])))
+			ret = -1;
+		out_str("addr", addr);
+	}
+	if (tb[KXFER_A_RAIL_PORT])
+		out_u64("port", nla_get_u16(tb[KXFER_A_RAIL_PORT]));
+	if (tb[KXFER_A_RAIL_STATE])
+		out_enum("state", peer_states, ARRAY_SIZE(peer_states),
+			 nla_get_u32(tb[KXFER_A_RAIL_STATE]));
+	if (tb[KXFER_A_RAIL_DEV])
+		out_str("dev", nla_get_string(tb[KXFER_A_RAIL_DEV]));
+	if (tb[KXFER_A_RAIL_JOBS])
+		out_u64("jobs", nla_get_u64(tb[KXFER_A_RAIL_JOBS]));
+	if (tb[KXFER_A_RAIL_BYTES])
+		out_bytes("bytes", nla_get_u64(tb[KXFER_A_RAIL_BYTES]));
+	if (tb[KXFER_A_RAIL_OK])
+		out_u64("ok", nla_get_u64(tb[KXFER_A_RAIL_OK]));
+	if (tb[KXFER_A_RAIL_FAILOVERS])
+		out_u64("failovers", nla_get_u64(tb[KXFER_A_RAIL_FAILOVERS]));
+	if (tb[KXFER_A_RAIL_TAKEN])
+		out_u64("taken", nla_get_u64(tb[KXFER_A_RAIL_TAKEN]));
+	if (tb[KXFER_A_RAIL_RECONNECTS])
+		out_u64("reconnects", nla_get_u32(tb[KXFER_A_RAIL_RECONNECTS]));
+	/* up: whether its connection joined the session or made it */
+	if (tb[KXFER_A_RAIL_STATE] &&
+	    nla_get_u32(tb[KXFER_A_RAIL_STATE]) == KXFER_PEER_UP)
+		out_str("via", tb[KXFER_A_RAIL_JOINED] ? "join" : "first");
+	if (tb[KXFER_A_RAIL_LAST_ERROR])
+		out_str("last_error", nla_get_string(tb[KXFER_A_RAIL_LAST_ERROR]));
+	out_end_obj();
+	return ret;
 }
 
 /*
@@ -386,6 +465,9 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 	if (tb[KXFER_A_PEER_STATE])
 		out_enum("state", peer_states, ARRAY_SIZE(peer_states),
 			 nla_get_u32(tb[KXFER_A_PEER_STATE]));
+	/* a session of a peer over rails: which (monitor: "rail 1 down") */
+	if (tb[KXFER_A_PEER_RAIL])
+		out_u64("rail", nla_get_u32(tb[KXFER_A_PEER_RAIL]));
 	if (tb[KXFER_A_PEER_ADDR]) {
 		char addr[KX_ADDR_STRLEN];
 
@@ -437,6 +519,10 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 		out_u64("keepalive_timeout_ms",
 			nla_get_u32(tb[KXFER_A_PEER_KEEPALIVE_TIMEOUT_MS]));
 	peer_use_print(tb);
+	if (tb[KXFER_A_PEER_FAILOVERS])
+		out_u64("failovers", nla_get_u64(tb[KXFER_A_PEER_FAILOVERS]));
+	if (tb[KXFER_A_PEER_TAKEN])
+		out_u64("taken", nla_get_u64(tb[KXFER_A_PEER_TAKEN]));
 	peer_error_print(tb);
 
 	/* last: in text each QP and export is a continuation line */
@@ -447,6 +533,9 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 		ret = -1;
 	if (peer_list_print(nlh, KXFER_A_PEER_LOCAL_EXPORT, "local_exports",
 			    false, lexp_print))
+		ret = -1;
+	if (peer_list_print(nlh, KXFER_A_PEER_RAILS, "rails", false,
+			    rail_print))
 		ret = -1;
 	out_end_obj();
 	return ret;
@@ -481,11 +570,66 @@ static const char *const peer_add_keys[] = {
 	[PEER_KEY_CQ]		= "cq",
 };
 
+/*
+ * ADDR[,ADDR...]: one address per rail, at most KXFER_MAX_RAILS.
+ * Return: how many, or -1 after a usage error.
+ */
+static int peer_parse_addrs(const char *arg, struct kx_addr *addrs)
+{
+	char buf[KXFER_MAX_RAILS * (KX_ADDR_STRLEN + 1)], *p, *comma;
+	int n = 0;
+
+	if (strlen(arg) >= sizeof(buf)) {
+		kx_usage_error("too many addresses \"%s\" (at most %d rails)",
+			       arg, KXFER_MAX_RAILS);
+		return -1;
+	}
+	strcpy(buf, arg);
+	for (p = buf; ; p = comma + 1) {
+		comma = strchr(p, ',');
+		if (comma)
+			*comma = '\0';
+		if (n == KXFER_MAX_RAILS) {
+			kx_usage_error("too many addresses (at most %d rails)",
+				       KXFER_MAX_RAILS);
+			return -1;
+		}
+		if (kx_parse_addr(p, &addrs[n])) {
+			kx_usage_error("invalid address \"%s\" (expected an IPv4 or IPv6 address)",
+				       p);
+			return -1;
+		}
+		n++;
+		if (!comma)
+			return n;
+	}
+}
+
+/* The rails after the first, one KXFER_A_PEER_RAILS nest each. */
+static int peer_put_rails(struct nl_msg *msg, const struct kx_addr *addrs,
+			  int n)
+{
+	struct nlattr *nest;
+	int i;
+
+	for (i = 1; i < n; i++) {
+		nest = nla_nest_start(msg, KXFER_A_PEER_RAILS);
+		if (!nest)
+			return -NLE_NOMEM;
+		if (nla_put(msg, KXFER_A_RAIL_ADDR, (int)addrs[i].len,
+			    addrs[i].bytes) < 0)
+			return -NLE_NOMEM;
+		nla_nest_end(msg, nest);
+	}
+	return 0;
+}
+
 /* What "peer add" was told. */
 struct peer_add_args {
 	const char *name;
 	const char *key;
-	struct kx_addr addr;
+	struct kx_addr addrs[KXFER_MAX_RAILS];
+	int naddr;
 	uint16_t port;
 	uint32_t qps;
 	uint32_t depth;
@@ -498,9 +642,9 @@ static int peer_add_parse(struct kx *kx, struct peer_add_args *a)
 {
 	if (kx_no_arg(kx))
 		return kx_usage_error("peer add: ADDR is missing, try \"kxferctl peer help\"");
-	if (kx_parse_addr(kx_argv(kx), &a->addr))
-		return kx_usage_error("invalid address \"%s\" (expected an IPv4 or IPv6 address)",
-				      kx_argv(kx));
+	a->naddr = peer_parse_addrs(kx_argv(kx), a->addrs);
+	if (a->naddr < 0)
+		return KX_EXIT_USAGE;
 	kx_arg_inc(kx);
 
 	while (!kx_no_arg(kx)) {
@@ -549,8 +693,10 @@ static int peer_add_put(struct nl_msg *msg, const struct peer_add_args *a)
 
 	ret = nla_put_string(msg, KXFER_A_PEER_NAME, a->name);
 	if (!ret)
-		ret = nla_put(msg, KXFER_A_PEER_ADDR, (int)a->addr.len,
-			      a->addr.bytes);
+		ret = nla_put(msg, KXFER_A_PEER_ADDR, (int)a->addrs[0].len,
+			      a->addrs[0].bytes);
+	if (!ret)
+		ret = peer_put_rails(msg, a->addrs, a->naddr);
 	/* what is not given is left to the module's defaults */
 	if (!ret && (a->seen & (1U << PEER_KEY_PORT)))
 		ret = nla_put_u16(msg, KXFER_A_PEER_PORT, a->port);
