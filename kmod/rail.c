@@ -542,6 +542,13 @@ static int kxfer_rails_join(struct kxfer_session *s,
 		*why = "cannot compute HMAC-SHA256";
 		return ret;
 	}
+	/* The listener it came through may ask more than the first's did. */
+	if (s->s_auth.sa_required && r->r_auth != KXFER_PEER_AUTH_OK &&
+	    r->r_auth != KXFER_PEER_AUTH_SHARED) {
+		kxfer_rails_put(r);
+		kxfer_auth_fail_join(s, "rail join: the listener requires authentication");
+		return 0;
+	}
 	s->s_rail = rail;
 	if (kxfer_rails_take_slot(r, s, rail)) {
 		kxfer_rails_put(r);
