@@ -1,0 +1,280 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# rails.sh: a peer over two rails (vm-run --guests 2 --nics 2, issue 41).
+# Guest a listens on both of its addresses (10.99.0.1 on rxe0, 10.98.0.1
+# on rxe1) and exports; guest b adds it as one peer over both ("peer add
+# pr A,A2").  A verified stream of WRITE jobs keeps going while b's rxe1
+# is deleted and added again, three times: no job fails, none completes
+# twice, and every byte is as written.
+
+# shellcheck source=../rig/lib.sh
+source "$KXFER_TOP/selftests/rig/lib.sh"
+# shellcheck source=common.sh
+source "$KXFER_TOP/selftests/guest/common.sh"
+
+cd "$KXFER_TOP" || exit 1
+
+A=10.99.0.1
+A2=10.98.0.1
+
+# rail_state PEER RAIL STATE: PEER's rail RAIL (0 the first) is in STATE
+rail_state() {
+	[ "$(peer_json "$1" 2>/dev/null |
+		jq -r --argjson i "$2" '.[0].rails[] | select(.index == $i) | .state')" = "$3" ]
+}
+
+# rail_sum PEER KEY: KEY summed over PEER's rails
+rail_sum() {
+	peer_json "$1" | jq --arg k "$2" '[.[0].rails[][$k] // 0] | add'
+}
+
+# a's accepting sessions from b that are up (one per rail)
+a_rails_up() {
+	[ "$(kxferctl -j peer show |
+		jq '[.[] | select(.name == "b" and .state == "up")] | length')" = 2 ]
+}
+
+_readd_rxe1() {
+	rdma link show rxe1/1 >/dev/null 2>&1 && return 0
+	rdma link add rxe1 type rxe netdev "$KXFER_NETDEV2"
+	busywait 10000 port_active rxe1
+}
+
+t_rails_setup() {
+	[ "${KXFER_NICS:-1}" = 2 ] || skip "needs vm-run --nics 2"
+	kxfer_load node_name="$KXFER_GUEST"
+	if on_a; then
+		kxferctl pool add kv size 16M mode 0666
+		kxferctl export add kvr pool kv offset 2M len 6M access read,write
+		kxferctl listen "$A" allow 10.99.0.0/24
+		kxferctl listen "$A2" allow 10.98.0.0/24
+	else
+		kxferctl pool add local size 16M mode 0666
+	fi
+	barrier rails-setup
+}
+
+# One peer, two rails: the first connection authenticates (here: none to
+# make) and gets the token, the second joins with it; a sees two accepting
+# sessions of node b, b one peer with its rails listed.
+t_rails_up() {
+	local j
+
+	if on_a; then
+		barrier rails-added
+		busywait 30000 a_rails_up
+		kxferctl peer show
+		barrier rails-up 60
+		return 0
+	fi
+	kxferctl peer add pr "$A,$A2" qps 2
+	barrier rails-added
+	busywait 30000 rail_state pr 0 up
+	busywait 30000 rail_state pr 1 up
+	busywait 10000 has_rexport pr kvr
+	kxferctl peer show pr
+	j=$(peer_json pr)
+	echo "$j" | jq -c '.[0].rails'
+	echo "$j" | jq -e '.[0] | .role == "connector" and .rail == 0 and
+		(.rails | length) == 2 and
+		(.rails | map(.dev) | sort) == ["rxe0", "rxe1"] and
+		(.rails | map(.via) | sort) == ["first", "join"]' >/dev/null
+	# The other rail is no peer of its own.
+	[ "$(kxferctl -j peer show | jq 'length')" = 1 ]
+	barrier rails-up 60
+}
+
+# Jobs go to both rails (equally near: turns), and the data is right.
+t_rails_spread() {
+	if on_a; then
+		barrier rails-spread 120
+		return 0
+	fi
+	xfer random pr kvr local -s 1 -n 400 -m 4 -l 16K -b 16 -t 120
+	kxferctl peer show pr
+	peer_json pr | jq -e '.[0].rails | all(.jobs > 0)' >/dev/null
+	barrier rails-spread 120
+}
+
+# rail1_bounce ROUND: b's rxe1 goes, its rail goes down, rxe1 comes back
+# and the rail up again
+rail1_bounce() {
+	local t0
+
+	t0=$(now_ms)
+	rdma link delete rxe1
+	echo "round $1: rxe1 deleted"
+	busywait 30000 check_fail rail_state pr 1 up
+	sleep 2
+	rdma link add rxe1 type rxe netdev "$KXFER_NETDEV2"
+	busywait 10000 port_active rxe1
+	busywait 60000 rail_state pr 1 up
+	echo "round $1: rail 1 up again after $(($(now_ms) - t0)) ms"
+}
+
+# A verified stream of WRITEs (xfer random: every job's event checked,
+# the export read back and compared, no stray event) in rounds while b's
+# rxe1 goes and comes back three times.
+t_rails_failover() {
+	local i rc=0 f0
+
+	if on_a; then
+		barrier rails-failover-done 600
+		kxferctl peer show
+		return 0
+	fi
+	# a waits for this barrier however b's side ends
+	defer barrier rails-failover-done 600
+	defer _readd_rxe1
+	f0=$(rail_sum pr failovers)
+	rm -f /tmp/rails-stop
+	(
+		n=0
+		while [ ! -e /tmp/rails-stop ]; do
+			n=$((n + 1))
+			xfer random pr kvr local -s "$n" -n 2000 -m 4 -l 16K \
+				-b 32 -t 300 -q || { echo "round $n failed"; exit 1; }
+		done
+		echo "rounds: $n"
+	) >/tmp/rails-stream 2>&1 &
+	local stream=$!
+	for i in 1 2 3; do
+		sleep 3
+		kill -0 "$stream"
+		rail1_bounce "$i"
+		kxferctl peer show pr | grep -E '^ *rail' || :
+	done
+	touch /tmp/rails-stop
+	wait "$stream" || rc=$?
+	cat /tmp/rails-stream
+	kxferctl peer show pr
+	echo "failovers: $f0 -> $(rail_sum pr failovers), taken: $(rail_sum pr taken)"
+	dmesg | grep 'kxfer: peer pr: rail' | tail -12 || :
+	[ "$rc" = 0 ]
+	rail_state pr 0 up
+}
+
+# Notifications over rails: every job of b's stream (3072 of 2 KiB, the
+# export's 6 MiB) carries one, and a checks, the moment each arrives,
+# that its data is there, that it comes once and that none is missing,
+# while b's rxe1 goes and comes back.
+t_rails_notify() {
+	local rc=0
+
+	if on_a; then
+		xfer notify-recv -o 2M -n 3072 -l 2048 -t 300 kv kvr \
+			>/tmp/rn-recv 2>&1 &
+		local recv=$!
+		busywait 10000 grep -q '^subscribed' /tmp/rn-recv
+		barrier rn-subscribed
+		wait "$recv" || rc=$?
+		cat /tmp/rn-recv
+		barrier rn-done 600
+		[ "$rc" = 0 ]
+		return 0
+	fi
+	defer barrier rn-done 600
+	defer _readd_rxe1
+	barrier rn-subscribed
+	xfer notify-send -n 3072 -l 2048 -k 2 -t 300 pr kvr local \
+		>/tmp/rn-send 2>&1 &
+	local send=$!
+	# 6.12 sends 1024 in under 3 s: the loss must come while it runs
+	sleep 1
+	kill -0 "$send"
+	rail1_bounce 1
+	wait "$send" || rc=$?
+	cat /tmp/rn-send
+	kxferctl peer show pr
+	[ "$rc" = 0 ]
+}
+
+# The same on the far side: a's rxe1 goes and comes back while b's
+# stream runs.  b learns it from its rail's failed work requests or its
+# keepalive, moves the jobs, and the rail joins again once a's rxe1 and
+# its listener on A2 are back.
+t_rails_failover_a() {
+	local rc=0
+
+	if on_a; then
+		defer _readd_rxe1
+		barrier ra-go
+		sleep 3
+		rdma link delete rxe1
+		echo "a: rxe1 deleted"
+		sleep 3
+		rdma link add rxe1 type rxe netdev "$KXFER_NETDEV2"
+		busywait 10000 port_active rxe1
+		echo "a: rxe1 back"
+		kxferctl listen show
+		barrier ra-readded 120
+		barrier ra-done 600
+		kxferctl peer show
+		return 0
+	fi
+	defer barrier ra-done 600
+	rm -f /tmp/ra-stop
+	(
+		n=0
+		while [ ! -e /tmp/ra-stop ]; do
+			n=$((n + 1))
+			xfer random pr kvr local -s "$((n + 100))" -n 2000 -m 4 \
+				-l 16K -b 32 -t 300 -q ||
+				{ echo "round $n failed"; exit 1; }
+		done
+		echo "rounds: $n"
+	) >/tmp/ra-stream 2>&1 &
+	local stream=$!
+	barrier ra-go
+	barrier ra-readded 120
+	kill -0 "$stream"
+	busywait 90000 rail_state pr 1 up
+	sleep 3
+	touch /tmp/ra-stop
+	wait "$stream" || rc=$?
+	cat /tmp/ra-stream
+	kxferctl peer show pr
+	dmesg | grep 'kxfer: peer pr: rail' | tail -6 || :
+	[ "$rc" = 0 ]
+}
+
+t_rails_teardown() {
+	if on_a; then
+		barrier rails-gone
+		busywait 15000 sh -c '[ "$(kxferctl -j peer show | jq length)" = 0 ]'
+		kxferctl listen del "$A"
+		kxferctl listen del "$A2"
+	else
+		kxferctl peer del pr
+		[ "$(kxferctl -j peer show | jq length)" = 0 ]
+		barrier rails-gone
+	fi
+	for r in qp cq mr pd cm_id; do
+		if rdma resource show "$r" | grep kxfer; then
+			echo "kxfer left $r objects behind"
+			exit 1
+		fi
+	done
+	rmmod kxfer
+	check_fail grep -q '^kxfer ' /proc/modules
+}
+
+KXFER_BARRIER_TIMEOUT=60
+T=0
+ktest2() {
+	T=$((T + 1))
+	barrier_rank $((T * 100))
+	ktest "$@"
+	barrier_rank $((T * 100 + 98))
+	barrier "end-$1" 90 || true
+}
+
+ktest2 rails_setup t_rails_setup
+ktest2 rails_up t_rails_up
+ktest2 rails_spread t_rails_spread
+KTEST_TIMEOUT=900 ktest2 rails_failover t_rails_failover
+KTEST_TIMEOUT=900 ktest2 rails_notify t_rails_notify
+KTEST_TIMEOUT=900 ktest2 rails_failover_a t_rails_failover_a
+ktest2 rails_teardown t_rails_teardown
+exit 0
