@@ -268,7 +268,7 @@ t_auth_sessions() {
 	# An older peer (wire_features without authentication): refused where
 	# required, up where optional.
 	echo 1 >/sys/module/kxfer/parameters/wire_features
-	defer sh -c 'echo 31 >/sys/module/kxfer/parameters/wire_features'
+	defer sh -c 'echo 63 >/sys/module/kxfer/parameters/wire_features'
 	kxferctl peer add pold "$A" port $AU_PORT
 	busywait 15000 au_logged 'kxfer: peer pold: disconnected by the peer'
 	check_fail peer_state pold up
@@ -278,7 +278,7 @@ t_auth_sessions() {
 	[ "$(au_peer pold auth)" = none ]
 	check_fail has_rexport pold ay
 	kxferctl peer del pold
-	echo 31 >/sys/module/kxfer/parameters/wire_features
+	echo 63 >/sys/module/kxfer/parameters/wire_features
 	barrier as-older
 	# pauth never noticed any of it
 	peer_state pauth up

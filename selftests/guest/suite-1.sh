@@ -46,7 +46,7 @@ t_module_bad_param() {
 	defer kxfer_load
 	for p in ack_timeout=7 ack_timeout=25 keepalive_ms=0 \
 		keepalive_timeout_ms=0 keepalive_timeout_ms=86400001 \
-		qp_inflight_mb=0 qp_inflight_mb=1025 wire_features=32 \
+		qp_inflight_mb=0 qp_inflight_mb=1025 wire_features=64 \
 		mr_max_pages=0 mr_max_pages=513 mr_max_page=4097; do
 		out=$(insmod "$KXFER_MODULE" "$p" 2>&1) && {
 			echo "insmod $p succeeded"
@@ -118,8 +118,8 @@ t_runtime_params() {
 		param_refused $p "$name" "$einval" 0 $((max + 1)) -1 x
 		param_takes $p "$name" 1 "$max"
 	done
-	param_refused $p wire_features "$einval" 32 0x80000000 -1 x
-	param_takes $p wire_features 0 1 2 0x3 4 7 8 15 16 31
+	param_refused $p wire_features "$einval" 64 0x80000000 -1 x
+	param_takes $p wire_features 0 1 2 0x3 4 7 8 15 16 31 32 63
 	param_refused $p mr_max_page "$einval" 0 2048 4097 12288 2147483648 -1 x
 	param_takes $p mr_max_page 4096 8192 2097152 1073741824
 }

@@ -471,11 +471,11 @@ t_export_small_mrs() {
 	# the connector reads wire_features when it connects, after peer
 	# add returns: put it back once the session is up
 	echo 7 >$p/wire_features
-	defer sh -c "echo 31 >$p/wire_features"
+	defer sh -c "echo 63 >$p/wire_features"
 	kxferctl peer add psm "$A" qps 1
 	defer kxferctl peer del psm
 	busywait 20000 peer_state psm up
-	echo 31 >$p/wire_features
+	echo 63 >$p/wire_features
 	barrier sm-psm
 	barrier sm-added
 	busywait 20000 has_rexport pa smsmall

@@ -166,11 +166,11 @@ t_tenant_old_peer() {
 	# the connector reads wire_features when it connects, after peer
 	# add returns: put it back once the session is up
 	echo 3 >$p/wire_features
-	defer sh -c "echo 31 >$p/wire_features"
+	defer sh -c "echo 63 >$p/wire_features"
 	kxferctl peer add ptold "$A" qps 2
 	defer kxferctl peer del ptold
 	busywait 20000 peer_state ptold up
-	echo 31 >$p/wire_features
+	echo 63 >$p/wire_features
 	barrier tn-old-ready
 	busywait 20000 has_rexport ptold tno || rc=1
 	barrier tn-old-seen
@@ -244,11 +244,11 @@ t_tenant_scoped() {
 	# The connector reads wire_features when its connection is accepted,
 	# after peer add returns: it is given back once the session is up.
 	echo 15 >$p/wire_features
-	defer sh -c "echo 31 >$p/wire_features"
+	defer sh -c "echo 63 >$p/wire_features"
 	kxferctl peer add ptsc "$A"
 	defer kxferctl peer del ptsc
 	busywait 20000 peer_state ptsc up || rc=1
-	echo 31 >$p/wire_features
+	echo 63 >$p/wire_features
 	peer_json ptsc | jq -e '.[0] | .remote_scoped == 0 and .exports_withheld == 0' >/dev/null ||
 		{ peer_json ptsc; rc=1; }
 	check_fail has_rexport ptsc tsc || rc=1
