@@ -742,6 +742,24 @@ static int kxfer_notify_half(struct kxfer_session *s, u32 token,
 	return 0;
 }
 
+/* A connector's NOTIFY over rails: delivered the first time it comes. */
+static int kxfer_notify_rail(struct kxfer_session *s,
+			     const struct kxfer_msg_rail_notify *rn,
+			     const char **why)
+{
+	u32 len = le16_to_cpu(rn->rn_len);
+
+	if (s->s_role != KXFER_PEER_ACCEPTOR || !s->s_rails ||
+	    (len && !(s->s_peer_features & KXFER_WIRE_F_NOTIFY_MSG))) {
+		*why = "unexpected RAIL_NOTIFY";
+		return -EPROTO;
+	}
+	if (kxfer_rails_notify_first(s, le64_to_cpu(rn->rn_seq)))
+		kxfer_notify_recv(s, &rn->rn_notify, len ? rn->rn_data : NULL,
+				  len);
+	return 0;
+}
+
 /* The connector's HELLO, once, before its export table ends. */
 static int kxfer_ctrl_hello(struct kxfer_session *s,
 			    const struct kxfer_msg_hello *mo, const char **why)
@@ -754,6 +772,8 @@ static int kxfer_ctrl_hello(struct kxfer_session *s,
 	s->s_got_hello = true;
 	s->s_peer_features = kxfer_wire_features &
 			     le32_to_cpu(mo->mo_features);
+	if (s->s_peer_features & KXFER_WIRE_F_RAILS)
+		s->s_hello_rail = le32_to_cpu(mo->mo_rail);
 	/*
 	 * A sync that ran before it came passed over the exports that need
 	 * a feature (a token's, more than 4096 regions): the session's work
@@ -845,7 +865,11 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 	case KXFER_MSG_RAIL_JOINED:
 		return kxfer_auth_recv(s, buf, why);
 	case KXFER_MSG_RAIL_TOKEN:
+	case KXFER_MSG_RAIL_FENCE:
+	case KXFER_MSG_RAIL_FENCED:
 		return kxfer_rails_recv(s, buf, why);
+	case KXFER_MSG_RAIL_NOTIFY:
+		return kxfer_notify_rail(s, buf, why);
 	case KXFER_MSG_EXPORT_ADD:
 		return kxfer_rexport_add(s, buf, why);
 	case KXFER_MSG_EXPORT_DEL:
@@ -890,14 +914,29 @@ static int kxfer_ctrl_dispatch(struct kxfer_session *s, const void *buf,
 	}
 }
 
-/**
- * kxfer_ctrl_process - check and apply every received control message
- * @s: the session, control channel up
- *
- * A message that fails its checks ends the session with a logged reason
- * and is not looked at any further.  Caller holds s_mutex.
+/* What a session's last words may be (kxfer_ctrl_last_words()). */
+static bool kxfer_ctrl_is_notify(const struct kxfer_ctrl_buf *cb)
+{
+	const struct kxfer_msg_hdr *h = cb->cb_buf;
+
+	if (cb->cb_is_imm)
+		return true;
+	switch (h->mh_type) {
+	case KXFER_MSG_NOTIFY:
+	case KXFER_MSG_NOTIFY_MSG:
+	case KXFER_MSG_NOTIFY_DESC:
+	case KXFER_MSG_RAIL_NOTIFY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Check and apply every received control message; @last: the session is
+ * going, its QPs drained: apply only notifications, repost nothing.
  */
-void kxfer_ctrl_process(struct kxfer_session *s)
+static void kxfer_ctrl_run(struct kxfer_session *s, bool last)
 {
 	struct ib_device *ibdev = s->s_dev->kd_ibdev;
 	unsigned long flags;
@@ -943,7 +982,7 @@ void kxfer_ctrl_process(struct kxfer_session *s)
 				ret = -EPROTO;
 			}
 			spin_unlock_irqrestore(&s->s_lock, flags);
-			if (!ret)
+			if (!ret && (!last || kxfer_ctrl_is_notify(cb)))
 				ret = kxfer_ctrl_dispatch(s, cb->cb_buf, &why);
 		}
 done:
@@ -953,6 +992,8 @@ done:
 			kxfer_session_fail(s, ret, why);
 			return;
 		}
+		if (last)
+			continue;
 		ret = kxfer_ctrl_post_recv(s, cb);
 		if (ret) {
 			kxfer_session_fail(s, ret, "cannot repost a receive");
@@ -960,4 +1001,31 @@ done:
 		}
 		s->s_credits_owed++;
 	}
+}
+
+/**
+ * kxfer_ctrl_process - check and apply every received control message
+ * @s: the session, control channel up
+ *
+ * A message that fails its checks ends the session with a logged reason
+ * and is not looked at any further.  Caller holds s_mutex.
+ */
+void kxfer_ctrl_process(struct kxfer_session *s)
+{
+	kxfer_ctrl_run(s, false);
+}
+
+/**
+ * kxfer_ctrl_last_words - deliver what a dying session was told
+ * @s: the session, its QPs drained, its control buffers not yet freed
+ *
+ * The peer's NIC acknowledged every message received here, so its jobs
+ * have completed: their notifications are delivered, not dropped with
+ * the session (the rest of what came is of no use now).  Caller holds
+ * s_mutex.
+ */
+void kxfer_ctrl_last_words(struct kxfer_session *s)
+{
+	if (s->s_ctrl_up && s->s_recvs)
+		kxfer_ctrl_run(s, true);
 }

@@ -126,6 +126,10 @@ struct kxfer_task {
 	struct kxfer_plan_seg	*j_segs;
 	u32			j_nsegs;
 	u64			j_epoch;	/* kxfer_peer_conn_gen() then */
+	u64			j_sid;		/* its connection's s_sid */
+	u64			j_notify_seq;	/* RAIL_NOTIFY's, once sent */
+	bool			j_data_done;	/* all acknowledged: notifying */
+	unsigned long		j_retry_since;	/* jiffies, first failover */
 	u32			j_retries;
 	struct list_head	j_retry_node;
 	struct ib_atomic_wr	j_atomic;

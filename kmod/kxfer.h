@@ -649,6 +649,7 @@ enum {
 	KXFER_SE_NOTIFY,	/* NOTIFY jobs wait to send their message */
 	KXFER_SE_SUPERSEDE,	/* authenticated: end older incarnations */
 	KXFER_SE_DRAIN,		/* a withdrawn remote export has no job left */
+	KXFER_SE_STOPPED,	/* stopped for good: nothing queues s_work */
 };
 
 struct kxfer_key;
@@ -761,7 +762,14 @@ struct kxfer_rails {
 	bool			r_named;
 	u32			r_rotor;
 	struct list_head	r_retry;
-	struct work_struct	r_retry_work;
+	struct delayed_work	r_retry_work;
+	/* connector: fences asked of the acceptor (struct kxfer_rail_fence) */
+	struct list_head	r_fences;
+	/* connector: the last RAIL_NOTIFY number given */
+	u64			r_notify_seq;
+	/* acceptor: numbers seen, the last KXFER_RAIL_NOTIFY_WINDOW */
+	u64			r_seen_top;
+	unsigned long		*r_seen;
 };
 
 /**
@@ -893,6 +901,10 @@ struct kxfer_session {
 	int			s_rail_node;	/* ... its NUMA node */
 	atomic64_t		s_failovers;
 	atomic64_t		s_taken;
+	atomic64_t		s_fenced;	/* its failures the peer fenced */
+	atomic64_t		s_notify_dups;	/* RAIL_NOTIFY seen before */
+	atomic_t		s_fence_reqs;	/* acceptor: RAIL_FENCEs at work */
+	u32			s_hello_rail;	/* acceptor: mo_rail */
 
 	/* polled send CQs (poll.c): fixed when the session is made */
 	bool			s_poll;
@@ -953,6 +965,7 @@ void kxfer_ctrl_send_job(struct kxfer_session *s, enum kxfer_msg_type type,
 			 struct kxfer_task *job);
 void kxfer_ctrl_flush(struct kxfer_session *s);
 void kxfer_ctrl_process(struct kxfer_session *s);
+void kxfer_ctrl_last_words(struct kxfer_session *s);
 void kxfer_ctrl_reset(struct kxfer_session *s);
 
 /* frwr.c */
@@ -986,6 +999,9 @@ int kxfer_rails_recv(struct kxfer_session *s, const void *buf,
 		     const char **why);
 void kxfer_rails_join_start(struct kxfer_session *s);
 void kxfer_rails_join_refused(struct kxfer_session *s);
+u64 kxfer_rails_notify_seq(struct kxfer_task *job);
+void kxfer_rails_wait_idle(void);
+bool kxfer_rails_notify_first(struct kxfer_session *s, u64 seq);
 u64 kxfer_peer_conn_gen(struct kxfer_session *s);
 u32 kxfer_peer_id(const struct kxfer_session *s);
 enum kxfer_peer_state kxfer_peer_state(struct kxfer_session *s);
@@ -1255,6 +1271,8 @@ u64 kxfer_session_ka_timeout_ns(const struct kxfer_session *s);
 void kxfer_session_get(struct kxfer_session *s);
 void kxfer_session_put(struct kxfer_session *s);
 struct kxfer_session *kxfer_session_find(const char *name);
+struct kxfer_session *kxfer_session_get_sid(const char *node, u64 sid);
+void kxfer_session_qps_error(struct kxfer_session *s);
 void kxfer_jobs_flush(void);
 void kxfer_file_jobs_settle(struct kxfer_file *kf);
 void kxfer_job_sent(struct kxfer_task *job, int status);

@@ -185,6 +185,8 @@ static void __exit kxfer_exit(void)
 	kxfer_connect_rules_destroy_all();
 	kxfer_accepts_flush();
 	kxfer_sessions_stop_all();
+	/* Jobs waiting for another rail end now that none is left. */
+	kxfer_rails_wait_idle();
 	kxfer_keys_destroy_all();
 	/* Jobs still referencing pools are freed by now. */
 	kxfer_jobs_flush();

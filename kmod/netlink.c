@@ -1070,6 +1070,8 @@ static int kxfer_nl_put_rail(struct sk_buff *skb, struct kxfer_session *r)
 			      atomic64_read(&r->s_failovers), KXFER_A_RAIL_PAD) ||
 	    nla_put_u64_64bit(skb, KXFER_A_RAIL_TAKEN,
 			      atomic64_read(&r->s_taken), KXFER_A_RAIL_PAD) ||
+	    nla_put_u64_64bit(skb, KXFER_A_RAIL_FENCED,
+			      atomic64_read(&r->s_fenced), KXFER_A_RAIL_PAD) ||
 	    (r->s_join && r->s_ctrl_up &&
 	     nla_put_flag(skb, KXFER_A_RAIL_JOINED))) {
 		nla_nest_cancel(skb, nest);
@@ -1303,7 +1305,7 @@ static int kxfer_nl_peer_del_doit(struct sk_buff *skb, struct genl_info *info)
 #define KXFER_NL_PEER_RAIL_SIZE	(nla_total_size(0) + nla_total_size(16) + \
 				 2 * nla_total_size(64) + \
 				 5 * nla_total_size(sizeof(u32)) + \
-				 5 * nla_total_size_64bit(sizeof(u64)))
+				 6 * nla_total_size_64bit(sizeof(u64)))
 /* A reply larger than this leaves the export lists out (64 KiB). */
 #define KXFER_NL_PEER_MAX	(64 * 1024)
 

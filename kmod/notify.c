@@ -5,7 +5,8 @@
  * Sending: a NOTIFY job's notification leaves after its data landed,
  * either as a control message once every data WR was acknowledged
  * (kxfer_session_notify_flush) or, for a WRITE whose WRs are all on QP 0,
- * as a WRITE_WITH_IMM with a description on the same QP (kxfer_job_imm).
+ * as a WRITE_WITH_IMM with a description on the same QP (kxfer_job_imm);
+ * a job over rails with a number the peer delivers once (RAIL_NOTIFY).
  * Receiving: files subscribe to local exports and get one event for each
  * notification a peer's job sends there (kxfer_notify_deliver).
  */
@@ -57,6 +58,42 @@ void kxfer_job_sent(struct kxfer_task *job, int status)
 	kxfer_job_post(job);
 }
 
+/*
+ * A NOTIFY of a job over rails, which a failover may send again: with
+ * its number (RAIL_NOTIFY), and its message if it has one.
+ */
+static void kxfer_job_send_rail(struct kxfer_session *s, struct kxfer_task *job)
+{
+	struct kxfer_msg_rail_notify *rn;
+	size_t len = sizeof(*rn) + job->j_msg_len;
+
+	BUILD_BUG_ON(sizeof(*rn) + KXFER_NOTIFY_MSG_MAX > KXFER_CTRL_MSG_SIZE);
+	rn = kzalloc(len, GFP_KERNEL);
+	if (!rn) {
+		kxfer_job_sent(job, -ENOMEM);
+		return;
+	}
+	/*
+	 * Posted again so late that the peer may have forgotten its number
+	 * (wire.h): it ends with an error rather than be dropped there.
+	 */
+	if (job->j_notify_seq &&
+	    READ_ONCE(job->j_rails->r_notify_seq) - job->j_notify_seq >=
+	    KXFER_RAIL_NOTIFY_WINDOW / 2) {
+		kfree(rn);
+		kxfer_job_sent(job, -ETIMEDOUT);
+		return;
+	}
+	kxfer_job_notify_msg(job, &rn->rn_notify);
+	rn->rn_seq = cpu_to_le64(kxfer_rails_notify_seq(job));
+	rn->rn_len = cpu_to_le16(job->j_msg_len);
+	if (job->j_msg_len)
+		memcpy(rn->rn_data, job->j_msg, job->j_msg_len);
+	kxfer_ctrl_send_job(s, KXFER_MSG_RAIL_NOTIFY, rn->rn_notify.mn_name,
+			    len - sizeof(rn->rn_notify.mn_hdr), job);
+	kfree(rn);
+}
+
 /* A NOTIFY with the job's message; it fits a control message. */
 static void kxfer_job_send_msg(struct kxfer_session *s, struct kxfer_task *job)
 {
@@ -99,6 +136,11 @@ void kxfer_session_notify_flush(struct kxfer_session *s)
 		list_del_init(&job->j_notify_node);
 		if (!s->s_ctrl_up) {
 			kxfer_job_sent(job, -ECONNRESET);
+			continue;
+		}
+		/* An acceptor without rails never gave a token: one rail. */
+		if (job->j_rails && (s->s_peer_features & KXFER_WIRE_F_RAILS)) {
+			kxfer_job_send_rail(s, job);
 			continue;
 		}
 		if (job->j_msg) {
@@ -154,8 +196,9 @@ void kxfer_job_imm(struct kxfer_task *job)
 	u32 token, i;
 
 	lockdep_assert_held(&s->s_mutex);
-	if (!job->j_notify || job->j_msg || job->j_op != KXFER_OP_WRITE ||
-	    !job->j_nparts || !p->p_nwr)
+	/* A job over rails notifies with a number (kxfer_job_send_rail()). */
+	if (!job->j_notify || job->j_msg || job->j_rails ||
+	    job->j_op != KXFER_OP_WRITE || !job->j_nparts || !p->p_nwr)
 		return;
 	/* Only QP 0 has receives posted: every WR must be on it. */
 	for (i = 1; i < job->j_nparts; i++)

@@ -253,6 +253,8 @@ static void kxfer_job_finish(struct kxfer_task *job)
 		kxfer_job_post(job);
 		return;
 	}
+	/* Posted again on another rail, it only notifies (rail.c). */
+	job->j_data_done = true;
 	spin_lock_irqsave(&s->s_lock, flags);
 	list_add_tail(&job->j_notify_node, &s->s_notifyq);
 	spin_unlock_irqrestore(&s->s_lock, flags);

@@ -38,13 +38,50 @@
 /* Acceptor: the logical sessions a rail may join, by r_group. */
 static LIST_HEAD(kxfer_rails_list);
 static DEFINE_SPINLOCK(kxfer_rails_lock);
+/* Jobs that wait on a group's r_retry, of every group (unload waits). */
+static atomic_t kxfer_rails_held = ATOMIC_INIT(0);
 
 /* A job is posted again at most this often (rails that keep failing). */
 #define KXFER_RAIL_RETRIES	16
 /* A rail waiting for the first connection's token looks again after this. */
 #define KXFER_RAIL_WAIT_MS	100
+/*
+ * A job waits for the acceptor to fence the connection it failed on
+ * (RAIL_FENCE) at most this long, then ends with its error; a fence not
+ * answered is asked again after KXFER_RAIL_FENCE_AGAIN_MS, and jobs that
+ * wait are looked at again every KXFER_RAIL_HOLD_MS.
+ */
+#define KXFER_RAIL_FENCE_MS		10000
+#define KXFER_RAIL_FENCE_AGAIN_MS	1000
+#define KXFER_RAIL_HOLD_MS		20
+/* Acceptor: RAIL_FENCEs of one connection being carried out at once. */
+#define KXFER_RAIL_FENCE_REQS		(2 * KXFER_RAIL_SLOTS)
+
+/* Connector: a failed connection of a rail, to be fenced by the acceptor. */
+struct kxfer_rail_fence {
+	struct list_head	f_node;		/* on r_fences */
+	u64			f_sid;		/* the connection's s_sid */
+	u32			f_rail;
+	bool			f_done;		/* RAIL_FENCED came */
+	unsigned long		f_sent;		/* jiffies, 0: not yet */
+};
+
+/* Acceptor: a RAIL_FENCE to carry out, then answer. */
+struct kxfer_rail_fence_req {
+	struct work_struct	fr_work;
+	struct kxfer_session	*fr_sess;	/* it came on; referenced */
+	struct kxfer_msg_rail_fence fr_msg;
+};
 
 static void kxfer_rails_retry_work(struct work_struct *work);
+static void kxfer_rails_retry_kick(struct kxfer_rails *r, unsigned long delay);
+static void kxfer_rails_fences_free(struct kxfer_rails *r, bool done_only);
+static int kxfer_rails_fence_recv(struct kxfer_session *s,
+				  const struct kxfer_msg_rail_fence *rf,
+				  const char **why);
+static int kxfer_rails_fenced_recv(struct kxfer_session *s,
+				   const struct kxfer_msg_rail_fence *rf,
+				   const char **why);
 
 /**
  * kxfer_rails_alloc - a new logical session over rails
@@ -67,12 +104,29 @@ struct kxfer_rails *kxfer_rails_alloc(enum kxfer_peer_role role,
 	INIT_LIST_HEAD(&r->r_node);
 	INIT_LIST_HEAD(&r->r_retry);
 	spin_lock_init(&r->r_lock);
-	INIT_WORK(&r->r_retry_work, kxfer_rails_retry_work);
+	INIT_DELAYED_WORK(&r->r_retry_work, kxfer_rails_retry_work);
+	INIT_LIST_HEAD(&r->r_fences);
 	r->r_role = role;
 	strscpy(r->r_name, name, sizeof(r->r_name));
 	r->r_nrails = nrails;
 	r->r_lead = -1;
 	return r;
+}
+
+/* Forget the fences asked (@done_only: those answered).  Any context. */
+static void kxfer_rails_fences_free(struct kxfer_rails *r, bool done_only)
+{
+	struct kxfer_rail_fence *f, *tmp;
+	unsigned long flags;
+	LIST_HEAD(list);
+
+	spin_lock_irqsave(&r->r_lock, flags);
+	list_for_each_entry_safe(f, tmp, &r->r_fences, f_node)
+		if (f->f_done || !done_only)
+			list_move(&f->f_node, &list);
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	list_for_each_entry_safe(f, tmp, &list, f_node)
+		kfree(f);
 }
 
 /**
@@ -92,6 +146,8 @@ void kxfer_rails_put(struct kxfer_rails *r)
 	spin_lock_irqsave(&kxfer_rails_lock, flags);
 	list_del_init(&r->r_node);
 	spin_unlock_irqrestore(&kxfer_rails_lock, flags);
+	kxfer_rails_fences_free(r, false);
+	bitmap_free(r->r_seen);
 	memzero_explicit(r->r_token, sizeof(r->r_token));
 	kfree(r);
 }
@@ -620,7 +676,10 @@ void kxfer_rails_issue(struct kxfer_session *s)
 	unsigned long flags;
 
 	r = kxfer_rails_alloc(KXFER_PEER_ACCEPTOR, s->s_remote_node, 0);
-	if (!r) {
+	if (r)
+		r->r_seen = bitmap_zalloc(KXFER_RAIL_NOTIFY_WINDOW, GFP_KERNEL);
+	if (!r || !r->r_seen) {
+		kxfer_rails_put(r);
 		kxfer_session_fail(s, -ENOMEM, "no memory for the session's rails");
 		return;
 	}
@@ -632,7 +691,8 @@ void kxfer_rails_issue(struct kxfer_session *s)
 	r->r_auth = s->s_auth.sa_result;
 	r->r_named = kxfer_auth_named(s);
 	r->r_sess[0] = s;
-	s->s_rail = KXFER_MAX_RAILS;	/* the connector's index is not told */
+	/* Its HELLO said which rail it is (0: a peer of one rail). */
+	s->s_rail = s->s_hello_rail ? s->s_hello_rail - 1 : KXFER_MAX_RAILS;
 	s->s_rails = r;
 	spin_lock_irqsave(&kxfer_rails_lock, flags);
 	list_add(&r->r_node, &kxfer_rails_list);
@@ -643,6 +703,192 @@ void kxfer_rails_issue(struct kxfer_session *s)
 	kxfer_ctrl_send(s, KXFER_MSG_RAIL_TOKEN, &rt.rt_group,
 			sizeof(rt) - sizeof(rt.rt_hdr));
 	memzero_explicit(&rt, sizeof(rt));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Notifications numbered, fences                                          */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * kxfer_rails_notify_seq - the number of a job's notification
+ * @job: a NOTIFY job of a connector over rails
+ *
+ * Given when it is first sent and kept when the job is posted again on
+ * another rail, so that the acceptor delivers it once.  Any context.
+ *
+ * Return: the number, not 0.
+ */
+u64 kxfer_rails_notify_seq(struct kxfer_task *job)
+{
+	struct kxfer_rails *r = job->j_rails;
+	unsigned long flags;
+
+	if (!job->j_notify_seq) {
+		spin_lock_irqsave(&r->r_lock, flags);
+		job->j_notify_seq = ++r->r_notify_seq;
+		spin_unlock_irqrestore(&r->r_lock, flags);
+	}
+	return job->j_notify_seq;
+}
+
+/* Numbers @from to @to - 1 (fewer than the window) are not seen yet. */
+static void kxfer_rails_seen_clear(unsigned long *seen, u64 from, u64 to)
+{
+	const u64 w = KXFER_RAIL_NOTIFY_WINDOW;
+	unsigned int start = from % w, n = to - from;
+
+	if (!n)
+		return;
+	if (start + n <= w) {
+		bitmap_clear(seen, start, n);
+	} else {
+		bitmap_clear(seen, start, w - start);
+		bitmap_clear(seen, 0, n - (w - start));
+	}
+}
+
+/**
+ * kxfer_rails_notify_first - is this the first time a number comes?
+ * @s: an accepting session
+ * @seq: a RAIL_NOTIFY's number
+ *
+ * The numbers of the last KXFER_RAIL_NOTIFY_WINDOW are remembered for
+ * the whole logical session, whatever rail they came on; one older than
+ * that is taken as seen (the connector does not send one so late, see
+ * kxfer_rails_repost_on()).  Caller holds s_mutex.
+ *
+ * Return: true to deliver it.
+ */
+bool kxfer_rails_notify_first(struct kxfer_session *s, u64 seq)
+{
+	const u64 w = KXFER_RAIL_NOTIFY_WINDOW;
+	struct kxfer_rails *r = s->s_rails;
+	unsigned long flags;
+	bool first;
+	u64 n;
+
+	if (!r || !r->r_seen)
+		return true;
+	spin_lock_irqsave(&r->r_lock, flags);
+	if (seq > r->r_seen_top) {
+		/* Numbers between the last and this one: not seen yet. */
+		n = max(r->r_seen_top + 1, seq > w ? seq - w + 1 : 1);
+		kxfer_rails_seen_clear(r->r_seen, n, seq);
+		__set_bit(seq % w, r->r_seen);
+		r->r_seen_top = seq;
+		first = true;
+	} else if (r->r_seen_top - seq >= w) {
+		first = false;
+	} else {
+		first = !__test_and_set_bit(seq % w, r->r_seen);
+	}
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	if (!first) {
+		atomic64_inc(&s->s_notify_dups);
+		pr_info_ratelimited("kxfer: peer %s: notification %llu came again, not delivered\n",
+				    s->s_name, seq);
+	}
+	return first;
+}
+
+/* Acceptor: end the connection of @sid, then answer on the one it came. */
+static void kxfer_rails_fence_work(struct work_struct *work)
+{
+	struct kxfer_rail_fence_req *fr =
+		container_of(work, struct kxfer_rail_fence_req, fr_work);
+	struct kxfer_session *s = fr->fr_sess, *old;
+
+	old = kxfer_session_get_sid(s->s_remote_node,
+				    le64_to_cpu(fr->fr_msg.rf_sid));
+	/* Only a connection of the same logical session. */
+	if (old && old->s_rails == s->s_rails) {
+		mutex_lock(&old->s_mutex);
+		if (old->s_state != KXFER_PEER_CLOSING) {
+			kxfer_session_qps_error(old);
+			kxfer_session_fail(old, -ECONNRESET,
+					   "the peer fenced this rail");
+			atomic64_inc(&old->s_fenced);
+			kxfer_info("peer %s: rail %u fenced at the peer's request\n",
+				   old->s_name,
+				   le32_to_cpu(fr->fr_msg.rf_rail));
+		}
+		mutex_unlock(&old->s_mutex);
+	}
+	if (old)
+		kxfer_session_put(old);
+	mutex_lock(&s->s_mutex);
+	if (s->s_ctrl_up && !test_bit(KXFER_SE_FAIL, &s->s_events)) {
+		kxfer_ctrl_send(s, KXFER_MSG_RAIL_FENCED, &fr->fr_msg.rf_rail,
+				sizeof(fr->fr_msg) - sizeof(fr->fr_msg.rf_hdr));
+		kxfer_ctrl_flush(s);
+	}
+	mutex_unlock(&s->s_mutex);
+	atomic_dec(&s->s_fence_reqs);
+	kxfer_session_put(s);
+	kfree(fr);
+}
+
+/* Acceptor: the connector asks to fence a failed connection of its. */
+static int kxfer_rails_fence_recv(struct kxfer_session *s,
+				  const struct kxfer_msg_rail_fence *rf,
+				  const char **why)
+{
+	struct kxfer_rail_fence_req *fr;
+
+	if (s->s_role != KXFER_PEER_ACCEPTOR || !s->s_rails) {
+		*why = "unexpected RAIL_FENCE";
+		return -EPROTO;
+	}
+	/* A connector has a fence to ask per failed connection, not more. */
+	if (atomic_read(&s->s_fence_reqs) >= KXFER_RAIL_FENCE_REQS) {
+		*why = "too many fences asked at once";
+		return -EPROTO;
+	}
+	fr = kzalloc(sizeof(*fr), GFP_KERNEL);
+	if (!fr) {
+		*why = "no memory for a fence";
+		return -ENOMEM;
+	}
+	INIT_WORK(&fr->fr_work, kxfer_rails_fence_work);
+	memcpy(&fr->fr_msg, rf, sizeof(fr->fr_msg));
+	kxfer_session_get(s);
+	atomic_inc(&s->s_fence_reqs);
+	fr->fr_sess = s;
+	queue_work(kxfer_wq, &fr->fr_work);
+	return 0;
+}
+
+/* Connector: the acceptor fenced a failed connection; its jobs may go. */
+static int kxfer_rails_fenced_recv(struct kxfer_session *s,
+				   const struct kxfer_msg_rail_fence *rf,
+				   const char **why)
+{
+	struct kxfer_rails *r = s->s_rails;
+	u32 rail = le32_to_cpu(rf->rf_rail);
+	u64 sid = le64_to_cpu(rf->rf_sid);
+	struct kxfer_rail_fence *f;
+	unsigned long flags;
+	bool hit = false;
+
+	if (!kxfer_rails_connector(s)) {
+		*why = "unexpected RAIL_FENCED";
+		return -EPROTO;
+	}
+	spin_lock_irqsave(&r->r_lock, flags);
+	list_for_each_entry(f, &r->r_fences, f_node) {
+		if (f->f_rail != rail || f->f_sid != sid || f->f_done)
+			continue;
+		f->f_done = true;
+		hit = true;
+		if (rail < r->r_nrails && r->r_sess[rail])
+			atomic64_inc(&r->r_sess[rail]->s_fenced);
+		break;
+	}
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	/* An answer to a fence asked twice, or forgotten: nothing to do. */
+	if (hit)
+		kxfer_rails_retry_kick(r, 0);
+	return 0;
 }
 
 /**
@@ -668,6 +914,10 @@ int kxfer_rails_recv(struct kxfer_session *s, const void *buf,
 		return kxfer_rails_join(s, buf, why);
 	case KXFER_MSG_RAIL_JOINED:
 		return kxfer_rails_joined(s, buf, why);
+	case KXFER_MSG_RAIL_FENCE:
+		return kxfer_rails_fence_recv(s, buf, why);
+	case KXFER_MSG_RAIL_FENCED:
+		return kxfer_rails_fenced_recv(s, buf, why);
 	default:
 		*why = "unknown message type";
 		return -EPROTO;
@@ -924,6 +1174,7 @@ int kxfer_rails_job_keep(struct kxfer_task *job, struct kxfer_session *s,
 	refcount_inc(&s->s_rails->r_ref);
 	job->j_rails = s->s_rails;
 	job->j_epoch = kxfer_peer_conn_gen(s);
+	job->j_sid = s->s_sid;
 	return 0;
 }
 
@@ -955,11 +1206,35 @@ static bool kxfer_rails_retryable(const struct kxfer_task *job)
 	case -ECONNRESET:	/* flushed: the rail went down */
 	case -ENOTCONN:		/* its QPs were dead when it started */
 	case -ETIMEDOUT:	/* the transport gave up: the path is gone */
-	case -EIO:
 		return true;
 	default:
 		return false;
 	}
+}
+
+/**
+ * kxfer_rails_wait_idle - wait until no job waits to be posted again
+ *
+ * Unload, once every session is stopped: the jobs that wait end (no
+ * rail is up) before their pools go.
+ */
+void kxfer_rails_wait_idle(void)
+{
+	wait_var_event(&kxfer_rails_held, !atomic_read(&kxfer_rails_held));
+}
+
+/* Run the retry work after @delay jiffies, or now if 0.  Any context. */
+static void kxfer_rails_retry_kick(struct kxfer_rails *r, unsigned long delay)
+{
+	bool pending;
+
+	refcount_inc(&r->r_ref);
+	if (delay)
+		pending = !queue_delayed_work(kxfer_wq, &r->r_retry_work, delay);
+	else
+		pending = mod_delayed_work(kxfer_wq, &r->r_retry_work, 0);
+	if (pending)
+		kxfer_rails_put(r);
 }
 
 /**
@@ -975,15 +1250,24 @@ bool kxfer_rails_job_retry(struct kxfer_task *job)
 	struct kxfer_rails *r = job->j_rails;
 	unsigned long flags;
 
+	/* Its memory is gone: it ends here, with -ESTALE. */
+	if (job->j_pool && READ_ONCE(job->j_pool->kp_revoked)) {
+		job->j_status = -ESTALE;
+		return false;
+	}
+	/* The peer is being deleted, or the module unloaded: no other rail. */
+	if (READ_ONCE(job->j_sess->s_state) == KXFER_PEER_CLOSING)
+		return false;
 	if (!kxfer_rails_retryable(job))
 		return false;
+	atomic_inc(&kxfer_rails_held);
 	atomic64_inc(&job->j_sess->s_failovers);
+	if (!job->j_retry_since)
+		job->j_retry_since = jiffies ?: 1;
 	spin_lock_irqsave(&r->r_lock, flags);
 	list_add_tail(&job->j_retry_node, &r->r_retry);
 	spin_unlock_irqrestore(&r->r_lock, flags);
-	refcount_inc(&r->r_ref);
-	if (!queue_work(kxfer_wq, &r->r_retry_work))
-		kxfer_rails_put(r);
+	kxfer_rails_retry_kick(r, 0);
 	return true;
 }
 
@@ -1010,7 +1294,17 @@ static int kxfer_rails_repost_on(struct kxfer_session *s,
 		return -ESTALE;
 	if (old->j_msg && !(s->s_peer_features & KXFER_WIRE_F_NOTIFY_MSG))
 		return -EOPNOTSUPP;
-	if (old->j_nsegs) {
+	/* The acceptor would take its notification's number as seen. */
+	if (old->j_notify_seq &&
+	    READ_ONCE(old->j_rails->r_notify_seq) - old->j_notify_seq >=
+	    KXFER_RAIL_NOTIFY_WINDOW / 2)
+		return -ETIMEDOUT;
+	/*
+	 * Its data was acknowledged, its notification's fate is unknown:
+	 * only the notification goes again (the peer delivers its number
+	 * once), not the data, which the peer may own by now.
+	 */
+	if (old->j_nsegs && !old->j_data_done) {
 		ret = kxfer_job_remake(s, old->j_pool, rx, old->j_op,
 				       old->j_segs, old->j_nsegs, old->j_bytes,
 				       &job, &nwr);
@@ -1034,6 +1328,10 @@ static int kxfer_rails_repost_on(struct kxfer_session *s,
 	job->j_nsegs = old->j_nsegs;
 	job->j_rails = old->j_rails;
 	job->j_epoch = old->j_epoch;
+	job->j_sid = s->s_sid;
+	job->j_notify_seq = old->j_notify_seq;
+	job->j_data_done = old->j_data_done;
+	job->j_retry_since = old->j_retry_since;
 	job->j_retries = old->j_retries + 1;
 	job->j_notify = old->j_notify;
 	job->j_notify_value = old->j_notify_value;
@@ -1080,23 +1378,157 @@ static void kxfer_rails_repost(struct kxfer_rails *r, struct kxfer_task *old)
 	kxfer_job_post(old);
 }
 
-static void kxfer_rails_retry_work(struct work_struct *work)
+/* Is any rail of @r up?  Any context. */
+static bool kxfer_rails_any_up(struct kxfer_rails *r)
 {
-	struct kxfer_rails *r = container_of(work, struct kxfer_rails,
-					     r_retry_work);
-	struct kxfer_task *job;
 	unsigned long flags;
+	bool up = false;
+	unsigned int i;
+
+	spin_lock_irqsave(&r->r_lock, flags);
+	for (i = 0; i < r->r_nrails && !up; i++)
+		up = r->r_sess[i] &&
+		     READ_ONCE(r->r_sess[i]->s_state) == KXFER_PEER_UP;
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	return up;
+}
+
+/*
+ * Has the acceptor fenced the connection @job failed on?  The first to
+ * ask makes the fence to ask for.  Any context but atomic.
+ *
+ * Return: 1 yes, 0 not yet, -ENOMEM.
+ */
+static int kxfer_rails_fenced(struct kxfer_rails *r, struct kxfer_task *job)
+{
+	struct kxfer_rail_fence *f, *new = NULL;
+	u32 rail = job->j_sess->s_rail;
+	unsigned long flags;
+	int ret = -ENOMEM;
 
 	for (;;) {
 		spin_lock_irqsave(&r->r_lock, flags);
-		job = list_first_entry_or_null(&r->r_retry, struct kxfer_task,
-					       j_retry_node);
-		if (job)
-			list_del_init(&job->j_retry_node);
+		list_for_each_entry(f, &r->r_fences, f_node)
+			if (f->f_rail == rail && f->f_sid == job->j_sid) {
+				ret = f->f_done;
+				goto out;
+			}
+		if (new) {
+			list_add_tail(&new->f_node, &r->r_fences);
+			new = NULL;
+			ret = 0;
+			goto out;
+		}
 		spin_unlock_irqrestore(&r->r_lock, flags);
-		if (!job)
-			break;
-		kxfer_rails_repost(r, job);
+		new = kzalloc(sizeof(*new), GFP_KERNEL);
+		if (!new)
+			return -ENOMEM;
+		new->f_rail = rail;
+		new->f_sid = job->j_sid;
 	}
+out:
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	kfree(new);
+	return ret;
+}
+
+/* Ask for the fences not asked yet, or not answered for a while. */
+static void kxfer_rails_fence_ask(struct kxfer_rails *r)
+{
+	unsigned long again = msecs_to_jiffies(KXFER_RAIL_FENCE_AGAIN_MS);
+	struct kxfer_msg_rail_fence rf;
+	struct kxfer_rail_fence *f;
+	struct kxfer_session *s;
+	unsigned long flags, tried;
+	bool found, sent;
+
+	for (;;) {
+		found = false;
+		memset(&rf, 0, sizeof(rf));
+		spin_lock_irqsave(&r->r_lock, flags);
+		list_for_each_entry(f, &r->r_fences, f_node) {
+			if (f->f_done || (f->f_sent &&
+					  time_before(jiffies, f->f_sent + again)))
+				continue;
+			f->f_sent = jiffies ?: 1;
+			rf.rf_rail = cpu_to_le32(f->f_rail);
+			rf.rf_sid = cpu_to_le64(f->f_sid);
+			found = true;
+			break;
+		}
+		spin_unlock_irqrestore(&r->r_lock, flags);
+		if (!found)
+			return;
+		/*
+		 * On a rail up that is not failing itself; with none, asked
+		 * again later.
+		 */
+		tried = 0;
+		sent = false;
+		while (!sent && (s = kxfer_rails_pick(r, NULL, -1, &tried))) {
+			mutex_lock(&s->s_mutex);
+			if (s->s_state == KXFER_PEER_UP && s->s_ctrl_up &&
+			    !test_bit(KXFER_SE_FAIL, &s->s_events)) {
+				kxfer_ctrl_send(s, KXFER_MSG_RAIL_FENCE,
+						&rf.rf_rail,
+						sizeof(rf) - sizeof(rf.rf_hdr));
+				kxfer_ctrl_flush(s);
+				sent = true;
+			}
+			mutex_unlock(&s->s_mutex);
+			kxfer_session_put(s);
+		}
+	}
+}
+
+/*
+ * Jobs whose rail failed are posted again once the acceptor fenced the
+ * connection they failed on: none of its packets still on the way can
+ * then land after the new ones (a late WRITE of old bytes over what the
+ * caller wrote there since).  A job that waits KXFER_RAIL_FENCE_MS for
+ * it ends with its error.
+ */
+static void kxfer_rails_retry_work(struct work_struct *work)
+{
+	struct kxfer_rails *r = container_of(to_delayed_work(work),
+					     struct kxfer_rails, r_retry_work);
+	unsigned long limit = msecs_to_jiffies(KXFER_RAIL_FENCE_MS);
+	struct kxfer_task *job, *tmp;
+	unsigned long flags;
+	LIST_HEAD(held);
+	LIST_HEAD(list);
+	bool empty;
+
+	spin_lock_irqsave(&r->r_lock, flags);
+	list_splice_init(&r->r_retry, &list);
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	list_for_each_entry_safe(job, tmp, &list, j_retry_node) {
+		list_del_init(&job->j_retry_node);
+		if ((job->j_pool && READ_ONCE(job->j_pool->kp_revoked)) ||
+		    time_after(jiffies, job->j_retry_since + limit)) {
+			/* It ends with its error (-ESTALE if revoked). */
+			job->j_retries = KXFER_RAIL_RETRIES;
+			kxfer_job_post(job);
+		} else if (kxfer_rails_fenced(r, job) > 0 ||
+			   !kxfer_rails_any_up(r)) {
+			/* With no rail up, it ends now (kxfer_rails_repost()). */
+			kxfer_rails_repost(r, job);
+		} else {
+			list_add_tail(&job->j_retry_node, &held);
+			continue;
+		}
+		if (atomic_dec_and_test(&kxfer_rails_held))
+			wake_up_var(&kxfer_rails_held);
+	}
+	kxfer_rails_fence_ask(r);
+
+	spin_lock_irqsave(&r->r_lock, flags);
+	list_splice(&held, &r->r_retry);
+	empty = list_empty(&r->r_retry);
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	if (empty)
+		kxfer_rails_fences_free(r, true);
+	else
+		kxfer_rails_retry_kick(r, msecs_to_jiffies(KXFER_RAIL_HOLD_MS));
 	kxfer_rails_put(r);
 }

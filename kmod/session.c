@@ -314,6 +314,52 @@ struct kxfer_session *kxfer_session_find(const char *name)
 }
 
 /**
+ * kxfer_session_get_sid - an accepting session by its connection
+ * @node: the remote node's name
+ * @sid: the connector's wc_session_id
+ *
+ * Return: the session, referenced, or %NULL.  May sleep.
+ */
+struct kxfer_session *kxfer_session_get_sid(const char *node, u64 sid)
+{
+	struct kxfer_session *s, *found = NULL;
+
+	mutex_lock(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node)
+		if (s->s_role == KXFER_PEER_ACCEPTOR && s->s_sid == sid &&
+		    !strcmp(s->s_remote_node, node)) {
+			kxfer_session_get(s);
+			found = s;
+			break;
+		}
+	mutex_unlock(&kxfer_sess_mutex);
+	return found;
+}
+
+/**
+ * kxfer_session_qps_error - move the session's QPs to the error state
+ * @s: the session
+ *
+ * From then on its QPs drop what arrives for them; the teardown that
+ * follows finds them there.  Caller holds s_mutex.
+ */
+void kxfer_session_qps_error(struct kxfer_session *s)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	unsigned int i;
+
+	lockdep_assert_held(&s->s_mutex);
+	for (i = 0; i < s->s_nqps; i++) {
+		struct kxfer_qp *qp = &s->s_qps[i];
+
+		if (qp->q_id && qp->q_id->qp &&
+		    ib_modify_qp(qp->q_id->qp, &attr, IB_QP_STATE))
+			kxfer_warn("peer %s: QP %u not moved to error\n",
+				   s->s_name, i);
+	}
+}
+
+/**
  * kxfer_session_fail - report a failure; s_work tears the session down
  * @s: the session
  * @err: negative errno kept for diagnosis
@@ -326,13 +372,19 @@ void kxfer_session_fail(struct kxfer_session *s, int err, const char *why)
 	unsigned long flags;
 
 	spin_lock_irqsave(&s->s_lock, flags);
-	if (!test_bit(KXFER_SE_FAIL, &s->s_events)) {
-		strscpy(s->s_fail_why, why, sizeof(s->s_fail_why));
-		s->s_fail_errno = err;
-		set_bit(KXFER_SE_FAIL, &s->s_events);
+	/*
+	 * Another session's work may fail this one (rail.c) while it is
+	 * being stopped: once stopped, its work is not queued again.
+	 */
+	if (!test_bit(KXFER_SE_STOPPED, &s->s_events)) {
+		if (!test_bit(KXFER_SE_FAIL, &s->s_events)) {
+			strscpy(s->s_fail_why, why, sizeof(s->s_fail_why));
+			s->s_fail_errno = err;
+			set_bit(KXFER_SE_FAIL, &s->s_events);
+		}
+		queue_work(kxfer_wq, &s->s_work);
 	}
 	spin_unlock_irqrestore(&s->s_lock, flags);
-	queue_work(kxfer_wq, &s->s_work);
 }
 
 /**
@@ -595,6 +647,8 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 	}
 	/* Then no user polls the CQs, which go below. */
 	kxfer_session_poll_drain(s, drain, true);
+	/* Notifications that came: their jobs ended at the peer. */
+	kxfer_ctrl_last_words(s);
 	/* Every posted batch has completed: fail what never got posted. */
 	kxfer_qps_data_fail(s);
 	kxfer_regs_release(s);
@@ -841,6 +895,9 @@ static void kxfer_session_ctrl_start(struct kxfer_session *s)
 		struct kxfer_msg_hello h = {
 			.mo_features = cpu_to_le32(s->s_peer_features),
 		};
+
+		if (s->s_rails && (s->s_peer_features & KXFER_WIRE_F_RAILS))
+			h.mo_rail = cpu_to_le32(s->s_rail + 1);
 
 		kxfer_ctrl_send(s, KXFER_MSG_HELLO, &h.mo_features,
 				sizeof(h) - sizeof(h.mo_hdr));
@@ -1228,6 +1285,8 @@ static struct kxfer_session *kxfer_session_alloc(const char *name,
  */
 static void kxfer_session_stop(struct kxfer_session *s)
 {
+	unsigned long flags;
+
 	/* Work that starts after this sees CLOSING and does nothing. */
 	mutex_lock(&s->s_mutex);
 	s->s_state = KXFER_PEER_CLOSING;
@@ -1238,6 +1297,9 @@ static void kxfer_session_stop(struct kxfer_session *s)
 	mutex_lock(&s->s_mutex);
 	kxfer_session_teardown(s);
 	mutex_unlock(&s->s_mutex);
+	spin_lock_irqsave(&s->s_lock, flags);
+	set_bit(KXFER_SE_STOPPED, &s->s_events);
+	spin_unlock_irqrestore(&s->s_lock, flags);
 
 	/* No handler can queue anything any more. */
 	cancel_work_sync(&s->s_work);

@@ -246,7 +246,9 @@ static int kxfer_wire_check_rail(const void *buf, unsigned int len,
 	const struct kxfer_msg_hdr *h = buf;
 	const struct kxfer_msg_rail_token *rt = buf;
 	const struct kxfer_msg_rail_join *rj = buf;
-	__u32 rail;
+	const struct kxfer_msg_rail_notify *rn = buf;
+	const struct kxfer_msg_rail_fence *rf = buf;
+	__u32 rail, n;
 
 	switch (h->mh_type) {
 	case KXFER_MSG_RAIL_TOKEN:
@@ -273,6 +275,36 @@ static int kxfer_wire_check_rail(const void *buf, unsigned int len,
 	case KXFER_MSG_RAIL_JOINED:
 		if (len != sizeof(struct kxfer_msg_rail_joined))
 			break;
+		return 0;
+	case KXFER_MSG_RAIL_NOTIFY:
+		if (len < sizeof(*rn))
+			break;
+		n = le16_to_cpu(rn->rn_len);
+		if (n > KXFER_NOTIFY_MSG_MAX || len != sizeof(*rn) + n)
+			break;
+		if (kxfer_wire_check_export_name(rn->rn_notify.mn_name, why))
+			return -EINVAL;
+		if (rn->rn_pad[0] || rn->rn_pad[1] || rn->rn_pad[2]) {
+			*why = "non-zero padding";
+			return -EINVAL;
+		}
+		if (!rn->rn_seq) {
+			*why = "notification without a number";
+			return -EINVAL;
+		}
+		return 0;
+	case KXFER_MSG_RAIL_FENCE:
+	case KXFER_MSG_RAIL_FENCED:
+		if (len != sizeof(*rf))
+			break;
+		if (rf->rf_pad) {
+			*why = "non-zero padding";
+			return -EINVAL;
+		}
+		if (le32_to_cpu(rf->rf_rail) >= KXFER_MAX_RAILS) {
+			*why = "bad rail in a fence";
+			return -EINVAL;
+		}
 		return 0;
 	}
 	return kxfer_wire_bad_len(why);
@@ -415,8 +447,10 @@ int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
 	case KXFER_MSG_HELLO:
 		if (len != sizeof(*mo))
 			goto bad_len;
-		if (mo->mo_pad) {
-			*why = "non-zero padding";
+		if (le32_to_cpu(mo->mo_rail) > KXFER_MAX_RAILS ||
+		    (mo->mo_rail && !(le32_to_cpu(mo->mo_features) &
+				      KXFER_WIRE_F_RAILS))) {
+			*why = "bad rail in a HELLO";
 			return -EINVAL;
 		}
 		return 0;
@@ -431,6 +465,9 @@ int kxfer_wire_check(const void *buf, unsigned int len, __u32 expect_seq,
 	case KXFER_MSG_RAIL_TOKEN:
 	case KXFER_MSG_RAIL_JOIN:
 	case KXFER_MSG_RAIL_JOINED:
+	case KXFER_MSG_RAIL_NOTIFY:
+	case KXFER_MSG_RAIL_FENCE:
+	case KXFER_MSG_RAIL_FENCED:
 		return kxfer_wire_check_rail(buf, len, why);
 	case KXFER_MSG_EXPORT_DEL:
 	case KXFER_MSG_EXPORT_WITHDRAW:

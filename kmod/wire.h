@@ -168,6 +168,9 @@ enum kxfer_msg_type {
 	KXFER_MSG_RAIL_TOKEN,		/* acceptor: the session's join token */
 	KXFER_MSG_RAIL_JOIN,		/* connector: this connection joins */
 	KXFER_MSG_RAIL_JOINED,		/* acceptor: it did, and its proof */
+	KXFER_MSG_RAIL_NOTIFY,		/* a NOTIFY numbered for the session */
+	KXFER_MSG_RAIL_FENCE,		/* connector: end your side of a rail */
+	KXFER_MSG_RAIL_FENCED,		/* acceptor: it is ended */
 	__KXFER_MSG_MAX,
 };
 
@@ -286,11 +289,16 @@ struct kxfer_msg_notify_msg {
 	__u8	nm_data[];
 };
 
-/* The connector's features (KXFER_WIRE_F_*), its first control message. */
+/*
+ * The connector's features (KXFER_WIRE_F_*), its first control message.
+ * With KXFER_WIRE_F_RAILS, a rail of a peer over several says which one,
+ * so that the acceptor knows the first connection's rail as well as a
+ * join's (RAIL_FENCE names rails).
+ */
 struct kxfer_msg_hello {
 	struct kxfer_msg_hdr	mo_hdr;
 	__le32	mo_features;	/* unknown bits are ignored */
-	__le32	mo_pad;		/* 0 */
+	__le32	mo_rail;	/* its rail + 1 (KXFER_WIRE_F_RAILS), else 0 */
 };
 
 /*
@@ -411,6 +419,39 @@ struct kxfer_msg_rail_joined {
 };
 
 #define KXFER_RAIL_LABEL	"kxfer rail v1"
+
+/*
+ * A NOTIFY of a connector's job over rails, whose job may be posted again
+ * on another rail when its rail fails (and so notify again): as NOTIFY,
+ * or NOTIFY_MSG with rn_len bytes, with a number for the notification,
+ * 1, 2, ... per logical session, the same each time it is sent.  The
+ * acceptor delivers each number once, whatever rail it comes on, and
+ * remembers the last KXFER_RAIL_NOTIFY_WINDOW numbers: a connector does
+ * not send a number again once it numbered that many more after it.
+ */
+#define KXFER_RAIL_NOTIFY_WINDOW	65536
+
+struct kxfer_msg_rail_notify {
+	struct kxfer_msg_notify	rn_notify;	/* its mn_hdr is the header */
+	__le64	rn_seq;		/* not 0 */
+	__le16	rn_len;		/* bytes at rn_data, 0..KXFER_NOTIFY_MSG_MAX */
+	__le16	rn_pad[3];	/* 0 */
+	__u8	rn_data[];
+};
+
+/*
+ * RAIL_FENCE, the connector's, on a rail that is up: a connection of its
+ * rail rf_rail failed, end it here, its QPs in the error state, so
+ * that no packet of it still on the way lands after a job posted again
+ * on another rail.  RAIL_FENCED, the acceptor's answer once it did (or
+ * had no such connection), with the same body.
+ */
+struct kxfer_msg_rail_fence {
+	struct kxfer_msg_hdr	rf_hdr;
+	__le32	rf_rail;		/* 0..KXFER_MAX_RAILS - 1 */
+	__le32	rf_pad;			/* 0 */
+	__le64	rf_sid;		/* the failed connection's wc_session_id */
+};
 
 /*
  * What a join's proofs are the HMAC of, keyed with the token: as struct

@@ -109,7 +109,7 @@ enum { MSG_CREDIT = 1, MSG_EXPORT_ADD, MSG_EXPORT_DEL, MSG_SYNC_DONE,
 	MSG_HELLO, MSG_NOTIFY_MSG, MSG_AUTH_CHALLENGE, MSG_AUTH_REPLY,
 	MSG_AUTH_FAIL, MSG_EXPORT_WITHDRAW, MSG_EXPORT_WITHDRAWN,
 	MSG_EXPORT_TOKEN, MSG_RAIL_TOKEN, MSG_RAIL_JOIN, MSG_RAIL_JOINED,
-	MSG_FIRST_UNKNOWN };
+	MSG_RAIL_NOTIFY, MSG_RAIL_FENCE, MSG_RAIL_FENCED, MSG_FIRST_UNKNOWN };
 
 /* Feature bits of the accept and of HELLO */
 #define F_NOTIFY_MSG	(1u << 0)
@@ -1640,6 +1640,51 @@ CB(c_nmsg_len) { cb_notify_msg(s, m, sizeof(struct msg_notify) + 8 + 5, 10); }
 CB(c_nmsg_big) { cb_notify_msg(s, m, sizeof(struct msg_notify) + 8 + 1025, 1025); }
 CB(c_nmsg_pad) { cb_notify_msg(s, m, sizeof(struct msg_notify) + 8 + 5, 5)[7] = 1; }
 
+/*
+ * Rails' messages to an acceptor that gave this session no rails (we
+ * never say F_RAILS): each refused as out of turn, or malformed.
+ */
+CB(c_rail_token)
+{
+	cb_hdr(s, m, MSG_RAIL_TOKEN, sizeof(struct msg_hdr) + 8 + 32);
+	m->b[sizeof(struct msg_hdr)] = 7;	/* a session */
+}
+
+/* RAIL_FENCE and RAIL_FENCED: a rail, 4 bytes of padding, a session id. */
+static uint8_t *cb_fence(struct sess *s, struct cbuf *m, unsigned int type,
+			 unsigned int rail)
+{
+	uint8_t *body = m->b + sizeof(struct msg_hdr);
+
+	cb_hdr(s, m, type, sizeof(struct msg_hdr) + 16);
+	body[0] = rail;
+	body[8] = 1;
+	return body;
+}
+
+CB(c_rail_fence) { cb_fence(s, m, MSG_RAIL_FENCE, 1); }
+CB(c_rail_fence_rail) { cb_fence(s, m, MSG_RAIL_FENCE, 8); }
+CB(c_rail_fence_pad) { cb_fence(s, m, MSG_RAIL_FENCE, 1)[4] = 1; }
+CB(c_rail_fenced) { cb_fence(s, m, MSG_RAIL_FENCED, 0); }
+
+/* RAIL_NOTIFY: a notify, a 64-bit number, 16-bit length, 6 bytes pad. */
+static uint8_t *cb_rail_notify(struct sess *s, struct cbuf *m, uint64_t seq)
+{
+	struct msg_notify *n;
+	uint8_t *tail;
+
+	cb_hdr(s, m, MSG_RAIL_NOTIFY, sizeof(struct msg_notify) + 16);
+	n = (void *)m->b;
+	strcpy(n->name, "kvw");
+	tail = m->b + sizeof(*n);
+	seq = htole64(seq);
+	memcpy(tail, &seq, 8);
+	return tail;
+}
+
+CB(c_rail_notify) { cb_rail_notify(s, m, 1); }
+CB(c_rail_notify_seq0) { cb_rail_notify(s, m, 0); }
+
 CB(c_exp_short) { cb_hdr(s, m, MSG_EXPORT_ADD, sizeof(struct msg_export) - 1); }
 CB(c_exp_hdr_only) { cb_hdr(s, m, MSG_EXPORT_ADD, 16); }
 
@@ -1791,6 +1836,14 @@ static const struct ctrl_case ctrl_cases[] = {
 	{ "desc-pad", c_desc_pad, "non-zero padding", -EINVAL, false },
 	{ "hello-late", c_hello_late, "unexpected HELLO", -EPROTO, false },
 	{ "hello-len", c_hello_len, "wrong length for the message type", -EINVAL, false },
+	{ "rail-token", c_rail_token, "unexpected RAIL_TOKEN", -EPROTO, false },
+	{ "rail-fence", c_rail_fence, "unexpected RAIL_FENCE", -EPROTO, false },
+	{ "rail-fence-rail", c_rail_fence_rail, "bad rail in a fence", -EINVAL, false },
+	{ "rail-fence-pad", c_rail_fence_pad, "non-zero padding", -EINVAL, false },
+	{ "rail-fenced", c_rail_fenced, "unexpected RAIL_FENCED", -EPROTO, false },
+	{ "rail-notify", c_rail_notify, "unexpected RAIL_NOTIFY", -EPROTO, false },
+	{ "rail-notify-seq0", c_rail_notify_seq0, "notification without a number",
+	  -EINVAL, false },
 	{ "notify-msg-empty", c_nmsg_empty, "wrong length for the message type", -EINVAL, false },
 	{ "notify-msg-len", c_nmsg_len, "wrong length for the message type", -EINVAL, false },
 	{ "notify-msg-big", c_nmsg_big, "wrong length for the message type", -EINVAL, false },

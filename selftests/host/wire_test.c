@@ -316,14 +316,71 @@ TEST_F(wire, rails)
 	struct kxfer_msg_rail_token *rt = (void *)self->buf;
 	struct kxfer_msg_rail_join *rj = (void *)self->buf;
 	struct kxfer_msg_rail_joined *rd = (void *)self->buf;
+	struct kxfer_msg_rail_notify *rn = (void *)self->buf;
+	struct kxfer_msg_rail_fence *rf = (void *)self->buf;
 
 	ASSERT_EQ(17, KXFER_MSG_RAIL_TOKEN);
 	ASSERT_EQ(18, KXFER_MSG_RAIL_JOIN);
 	ASSERT_EQ(19, KXFER_MSG_RAIL_JOINED);
+	ASSERT_EQ(20, KXFER_MSG_RAIL_NOTIFY);
+	ASSERT_EQ(21, KXFER_MSG_RAIL_FENCE);
+	ASSERT_EQ(22, KXFER_MSG_RAIL_FENCED);
 	ASSERT_EQ(1U << 5, KXFER_WIRE_F_RAILS);
 	ASSERT_EQ(56, sizeof(*rt));
 	ASSERT_EQ(96, sizeof(*rj));
 	ASSERT_EQ(48, sizeof(*rd));
+	ASSERT_EQ(88, sizeof(*rn));
+	ASSERT_EQ(32, sizeof(*rf));
+
+	/* RAIL_NOTIFY: a number, not 0; 0 to 1024 bytes; zero padding */
+	memset(self->buf, 0, sizeof(self->buf));
+	kxfer_wire_hdr_init(&rn->rn_notify.mn_hdr, KXFER_MSG_RAIL_NOTIFY,
+			    sizeof(*rn), 1, 0);
+	put_name(rn->rn_notify.mn_name, "kv");
+	rn->rn_seq = cpu_to_le64(1);
+	EXPECT_EQ(0, kxfer_wire_check(rn, sizeof(*rn), 1, &self->why));
+	rn->rn_seq = 0;
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(rn, sizeof(*rn), 1, &self->why));
+	EXPECT_STREQ("notification without a number", self->why);
+	rn->rn_seq = cpu_to_le64(2);
+	rn->rn_pad[1] = cpu_to_le16(1);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(rn, sizeof(*rn), 1, &self->why));
+	EXPECT_STREQ("non-zero padding", self->why);
+	rn->rn_pad[1] = 0;
+	rn->rn_len = cpu_to_le16(KXFER_NOTIFY_MSG_MAX);
+	kxfer_wire_hdr_init(&rn->rn_notify.mn_hdr, KXFER_MSG_RAIL_NOTIFY,
+			    sizeof(*rn) + KXFER_NOTIFY_MSG_MAX, 1, 0);
+	EXPECT_EQ(0, kxfer_wire_check(rn, sizeof(*rn) + KXFER_NOTIFY_MSG_MAX, 1,
+				      &self->why));
+	rn->rn_len = cpu_to_le16(KXFER_NOTIFY_MSG_MAX + 1);
+	kxfer_wire_hdr_init(&rn->rn_notify.mn_hdr, KXFER_MSG_RAIL_NOTIFY,
+			    sizeof(*rn) + KXFER_NOTIFY_MSG_MAX + 1, 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(rn, sizeof(*rn) + KXFER_NOTIFY_MSG_MAX + 1,
+					    1, &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
+	rn->rn_len = cpu_to_le16(4);
+	kxfer_wire_hdr_init(&rn->rn_notify.mn_hdr, KXFER_MSG_RAIL_NOTIFY,
+			    sizeof(*rn) + 3, 1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(rn, sizeof(*rn) + 3, 1, &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
+
+	/* RAIL_FENCE and RAIL_FENCED: a rail below KXFER_MAX_RAILS */
+	memset(self->buf, 0, sizeof(self->buf));
+	kxfer_wire_hdr_init(&rf->rf_hdr, KXFER_MSG_RAIL_FENCE, sizeof(*rf), 1, 0);
+	rf->rf_rail = cpu_to_le32(KXFER_MAX_RAILS - 1);
+	EXPECT_EQ(0, kxfer_wire_check(rf, sizeof(*rf), 1, &self->why));
+	rf->rf_rail = cpu_to_le32(KXFER_MAX_RAILS);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(rf, sizeof(*rf), 1, &self->why));
+	EXPECT_STREQ("bad rail in a fence", self->why);
+	kxfer_wire_hdr_init(&rf->rf_hdr, KXFER_MSG_RAIL_FENCED, sizeof(*rf), 1, 0);
+	rf->rf_rail = 0;
+	rf->rf_pad = cpu_to_le32(1);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(rf, sizeof(*rf), 1, &self->why));
+	EXPECT_STREQ("non-zero padding", self->why);
+	kxfer_wire_hdr_init(&rf->rf_hdr, KXFER_MSG_RAIL_FENCED, sizeof(*rf) - 8,
+			    1, 0);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(rf, sizeof(*rf) - 8, 1, &self->why));
+	EXPECT_STREQ("wrong length for the message type", self->why);
 
 	memset(self->buf, 0, sizeof(self->buf));
 	kxfer_wire_hdr_init(&rt->rt_hdr, KXFER_MSG_RAIL_TOKEN, sizeof(*rt), 1, 0);
@@ -452,9 +509,16 @@ TEST_F(wire, hello)
 	kxfer_wire_hdr_init(&mo->mo_hdr, KXFER_MSG_HELLO, sizeof(*mo), 1, 0);
 	mo->mo_features = cpu_to_le32(0xffffffff);	/* unknown: ignored */
 	EXPECT_EQ(0, kxfer_wire_check(mo, sizeof(*mo), 1, &self->why));
-	mo->mo_pad = cpu_to_le32(1);
+	/* a rail: 1..KXFER_MAX_RAILS, only with KXFER_WIRE_F_RAILS */
+	mo->mo_rail = cpu_to_le32(KXFER_MAX_RAILS);
+	EXPECT_EQ(0, kxfer_wire_check(mo, sizeof(*mo), 1, &self->why));
+	mo->mo_rail = cpu_to_le32(KXFER_MAX_RAILS + 1);
 	EXPECT_EQ(-EINVAL, kxfer_wire_check(mo, sizeof(*mo), 1, &self->why));
-	EXPECT_STREQ("non-zero padding", self->why);
+	EXPECT_STREQ("bad rail in a HELLO", self->why);
+	mo->mo_rail = cpu_to_le32(1);
+	mo->mo_features = cpu_to_le32(~KXFER_WIRE_F_RAILS);
+	EXPECT_EQ(-EINVAL, kxfer_wire_check(mo, sizeof(*mo), 1, &self->why));
+	EXPECT_STREQ("bad rail in a HELLO", self->why);
 	kxfer_wire_hdr_init(&mo->mo_hdr, KXFER_MSG_HELLO, sizeof(*mo) - 4, 1,
 			    0);
 	EXPECT_EQ(-EINVAL, kxfer_wire_check(mo, sizeof(*mo) - 4, 1,

@@ -123,6 +123,7 @@ static const struct nla_policy rail_policy[KXFER_A_RAIL_MAX + 1] = {
 	[KXFER_A_RAIL_OK]		= { .type = NLA_U64 },
 	[KXFER_A_RAIL_FAILOVERS]	= { .type = NLA_U64 },
 	[KXFER_A_RAIL_TAKEN]		= { .type = NLA_U64 },
+	[KXFER_A_RAIL_FENCED]		= { .type = NLA_U64 },
 	[KXFER_A_RAIL_JOINED]		= { .type = NLA_FLAG },
 };
 
@@ -305,6 +306,8 @@ static int rail_print(struct nlattr *nest)
 		out_u64("failovers", nla_get_u64(tb[KXFER_A_RAIL_FAILOVERS]));
 	if (tb[KXFER_A_RAIL_TAKEN])
 		out_u64("taken", nla_get_u64(tb[KXFER_A_RAIL_TAKEN]));
+	if (tb[KXFER_A_RAIL_FENCED])
+		out_u64("fenced", nla_get_u64(tb[KXFER_A_RAIL_FENCED]));
 	if (tb[KXFER_A_RAIL_RECONNECTS])
 		out_u64("reconnects", nla_get_u32(tb[KXFER_A_RAIL_RECONNECTS]));
 	/* up: whether its connection joined the session or made it */

@@ -1202,6 +1202,7 @@ enum {
 	KXFER_A_RAIL_TAKEN,		/* u64, jobs it took from failed rails */
 	KXFER_A_RAIL_PAD,
 	KXFER_A_RAIL_JOINED,		/* flag: this connection joined the session */
+	KXFER_A_RAIL_FENCED,		/* u64, its failures the peer fenced */
 
 	__KXFER_A_RAIL_MAX,
 	KXFER_A_RAIL_MAX = __KXFER_A_RAIL_MAX - 1
