@@ -130,7 +130,8 @@ static const char usage_text[] =
 "       xfer refuse [-w EXPORT_WO] [-r EXPORT_RO] [-m EXPORT_MR]\n"
 "                [-t SECONDS] PEER EXPORT POOL\n"
 "       xfer notify-wait [-n COUNT] [-t SECONDS] EXPORT\n"
-"       xfer notify-send [-n JOBS] [-l LEN] [-k SEGS] PEER EXPORT POOL\n"
+"       xfer notify-send [-n JOBS] [-l LEN] [-k SEGS] [-w WINDOW] [-r RAIL]\n"
+"                        PEER EXPORT POOL\n"
 "       xfer notify-recv [-o EXPORT_OFF] [-n JOBS] [-l LEN] POOL EXPORT\n"
 "       xfer regs [-n POOLS] [-l LEN] [-w FILE -s SEED] [-t SECONDS] PREFIX\n"
 "\n"
@@ -1990,14 +1991,17 @@ static void notify_segs(struct kxfer_segment *segs, unsigned int nsegs,
  * notify-send PEER EXPORT POOL -n N -l LEN -k SEGS: N WRITE jobs, job k
  * writing region k ([k * LEN, (k + 1) * LEN) of the export, in SEGS
  * pieces in reverse order, so that they stripe over the QPs) with the
- * pattern of seed k, each with NOTIFY value k; each completes before the
- * next starts.
+ * pattern of seed k, each with NOTIFY value k; -w W of them in flight
+ * (1: each completes before the next starts); -r RAIL: each asks for
+ * that rail of a peer over rails (KXFER_JOB_RAIL).
  */
 static int cmd_notify_send(int argc, char **argv)
 {
 	struct ctx c = { .timeout_ns = 30000000000LL };
-	uint64_t n = 10, len = 65536, nsegs = 16, k;
+	uint64_t n = 10, len = 65536, nsegs = 16, win = 1, rail = ~0ULL, k;
+	uint64_t done = 0, inflight = 0;
 	struct kxfer_segment *segs;
+	uint8_t *ended;
 	struct kxfer_event ev;
 	struct kxfer_job job;
 	struct pattern p;
@@ -2005,8 +2009,16 @@ static int cmd_notify_send(int argc, char **argv)
 	int opt, ret;
 
 	opterr = 0;
-	while ((opt = getopt(argc, argv, "n:l:k:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:l:k:t:w:r:")) != -1) {
 		switch (opt) {
+		case 'w':
+			if (!parse_u64(optarg, &win) || !win || win > 256)
+				usage("notify-send: bad -w");
+			break;
+		case 'r':
+			if (!parse_u64(optarg, &rail) || rail > 7)
+				usage("notify-send: bad -r");
+			break;
 		case 'n':
 			if (!parse_u64(optarg, &n))
 				usage("notify-send: bad -n");
@@ -2036,25 +2048,44 @@ static int cmd_notify_send(int argc, char **argv)
 		die("notify-send: %" PRIu64 " x %" PRIu64 " bytes do not fit",
 		    n, len);
 	segs = xcalloc(nsegs, sizeof(*segs));
-	for (k = 0; k < n; k++) {
-		pattern_seed(&p, k);
-		pattern_fill(&p, (uint8_t *)c.pool.base + k * len, k * len, len);
-		notify_segs(segs, nsegs, k, len);
-		kxfer_job_init(&job, KXFER_OP_WRITE, c.pool.handle, c.peer,
-			       c.rx.handle, segs, nsegs, k);
-		job.flags = KXFER_JOB_NOTIFY;
-		job.notify_value = k;
-		ret = kxfer_submit(c.kx, &job, 1, &acc);
-		if (ret)
-			die("job %" PRIu64 " refused: %s", k, errname(ret));
+	ended = xcalloc(n, 1);
+	for (k = 0; done < n;) {
+		if (k < n && inflight < win) {
+			pattern_seed(&p, k);
+			pattern_fill(&p, (uint8_t *)c.pool.base + k * len,
+				     k * len, len);
+			notify_segs(segs, nsegs, k, len);
+			kxfer_job_init(&job, KXFER_OP_WRITE, c.pool.handle,
+				       c.peer, c.rx.handle, segs, nsegs, k);
+			job.flags = KXFER_JOB_NOTIFY;
+			job.notify_value = k;
+			if (rail != ~0ULL) {
+				job.flags |= KXFER_JOB_RAIL;
+				job.rail = rail;
+			}
+			ret = kxfer_submit(c.kx, &job, 1, &acc);
+			if (ret)
+				die("job %" PRIu64 " refused: %s", k,
+				    errname(ret));
+			k++;
+			inflight++;
+			continue;
+		}
 		ret = reap_wait(c.kx, &ev, 1, 1, c.timeout_ns);
 		if (ret != 1)
-			die("job %" PRIu64 ": no completion: %s", k,
+			die("job %" PRIu64 ": no completion: %s", done,
 			    ret < 0 ? errname(ret) : "ETIMEDOUT");
-		if (ev.type != KXFER_EV_COMPLETION || ev.user_data != k ||
+		/* one event per job, each of its own job, in any order */
+		if (ev.type != KXFER_EV_COMPLETION || ev.user_data >= k ||
 		    ev.status || ev.bytes != len)
-			die("job %" PRIu64 ": status %s bytes %" PRIu64, k,
-			    errname(ev.status), (uint64_t)ev.bytes);
+			die("job %" PRIu64 ": status %s bytes %" PRIu64,
+			    (uint64_t)ev.user_data, errname(ev.status),
+			    (uint64_t)ev.bytes);
+		if (ended[ev.user_data]++)
+			die("job %" PRIu64 ": a second event",
+			    (uint64_t)ev.user_data);
+		done++;
+		inflight--;
 	}
 	printf("notify-send: %" PRIu64 " jobs of %" PRIu64 " bytes in %" PRIu64 " segments\n",
 	       n, len, nsegs);
