@@ -28,7 +28,18 @@
 # other: REP/kv_push.{kxfer,nixl}.json; without a NIXL build (make bench
 # makes one) the NIXL half is left out.  Last, the time a session takes to
 # come up, without keys and with the authentication handshake (group
-# connect, no perftest counterpart): REP/connect.txt.
+# connect, no perftest counterpart): REP/connect.txt.  Group rails
+# (issue 41, no perftest counterpart; the guest needs vm-run --nics 2,
+# which tools/bench/run gives it when the group runs): one peer over one
+# rail (r1: rxe0) and one over two (r2: rxe0 and rxe1, the guest
+# listening on both of its addresses), 1 QP per rail, each running the
+# WRITE 1 MiB bandwidth of write_bw_1M_q1, seed 003's paged push of
+# kv_paged_q1 and the demo's push of kv push, one peer after the other
+# (which first alternates with the repetition):
+# REP/rails_WORK_rN.kxfer.{json,time}, and the peer's `peer show` right
+# before and after, REP/rails_WORK_rN.peer{0,1}.json, whose rails' jobs
+# and bytes tell what each rail carried (a peer of one address lists no
+# rails: its `stats show`, REP/rails_WORK_rN.stats{0,1}.json, does).
 #
 # Settings (tools/bench/run writes them to build/bench/config, which the
 # guest reads through the host's file system):
@@ -438,12 +449,73 @@ connect_group() {
 	echo "connect: $CONNECTS pairs in $((SECONDS - t0)) s"
 }
 
+# The rails group: r1 over rxe0 alone, r2 over rxe0 and rxe1, 1 QP per
+# rail on both, the same kxfer-bench arguments on both
+ADDR2=${KXFER_SELF_ADDR2:-}
+RAIL_WORKS="bw_1M kv_paged push"
+
+# rails_up: both of r2's rails up, the export learned on both peers
+rails_up() {
+	kxferctl -j peer show r2 2>/dev/null | jq -e '.[0] |
+		(.rails | length) == 2 and (.rails | all(.state == "up")) and
+		any(.remote_exports[]?; .name == "bench")' >/dev/null &&
+		kxferctl -j peer show r1 2>/dev/null | jq -e '.[0] |
+			.state == "up" and
+			any(.remote_exports[]?; .name == "bench")' >/dev/null
+}
+
+rails_setup() {
+	kxferctl listen "$ADDR2" allow "$ADDR2/32"
+	kxferctl peer add r1 "$ADDR" qps 1
+	kxferctl peer add r2 "$ADDR,$ADDR2" qps 1
+	busywait 30000 rails_up || { kxferctl -j peer show; return 1; }
+	kxferctl -j peer show r2 >"$KXFER_OUT/rails.json"
+}
+
+# rails_args WORK PEER: kxfer-bench's arguments for WORK on PEER, to KX
+rails_args() {
+	case $1 in
+	bw_1M) KX=(-p "$2" -o write -s 1M -q 16 -b 4 bw) ;;
+	kv_paged) KX=(-p "$2" -k p16-scattered-kv-apart kv) ;;
+	push) KX=(-p "$2" -t 2 push) ;;
+	esac
+}
+
+# rails_group REP DIR: every WORK on r1 and r2, which first alternating
+rails_group() {
+	local rep=$1 dir=$2 work peer out
+
+	for work in $RAIL_WORKS; do
+		for peer in $( ((rep % 2)) && echo r1 r2 || echo r2 r1); do
+			out=$dir/rails_${work}_$peer
+			rails_args "$work" "$peer"
+			kxferctl -j peer show "$peer" >"$out.peer0.json"
+			kxferctl -j stats show "$peer" >"$out.stats0.json"
+			kxbench "$out.kxfer" "${KX[@]}" ||
+				echo "rails: $work on $peer failed" >&2
+			kxferctl -j peer show "$peer" >"$out.peer1.json"
+			kxferctl -j stats show "$peer" >"$out.stats1.json"
+		done
+	done
+}
+
 ROWS="lat_8 lat_8_cqpoll write_rate_4K_q1 write_rate_4K_q1_cqpoll
 write_rate_4K_q4 write_rate_4K_q4_cqpoll kv_paged_q1 kv_paged_q4
 write_bw_64K_q1 write_bw_64K_q4 write_bw_1M_q1 read_bw_1M_q1 write_bw_1M_q4
-read_bw_1M_q4 kv push plan connect"
+read_bw_1M_q4 kv push plan connect rails"
 
 setup
+rails=0
+for row in ${BENCH_ROWS:-$ROWS}; do
+	[ "$row" = rails ] || continue
+	if [ "${KXFER_NICS:-1}" != 2 ] || [ -z "$ADDR2" ]; then
+		echo "rails: needs a second NIC (vm-run --nics 2): left out" >&2
+	elif rails_setup; then
+		rails=1
+	else
+		echo "rails: r1 and r2 did not come up: left out" >&2
+	fi
+done
 nixl=1
 nixl_env || { nixl=0; echo "no NIXL build (make bench makes one): kv_push without NIXL"; }
 echo "kernel $(uname -r), $(nproc) CPUs, $REPS repetitions of $SECS s"
@@ -463,6 +535,8 @@ for rep in $(seq 1 "$REPS"); do
 			kxbench "$dir/plan.kxfer" -t 1 plan ;;
 		connect)
 			connect_group "$rep" "$dir" ;;
+		rails)
+			((!rails)) || rails_group "$rep" "$dir" ;;
 		push)
 			# the demo's push, straight and through NIXL, on the same session
 			if ((rep % 2 || !nixl)); then
