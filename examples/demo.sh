@@ -46,7 +46,14 @@
 #      the last, and checks them until done; decode checks every byte:
 #      request 7.  make demo builds NIXL and the plugin; without them
 #      the step fails, unless KXFER_DEMO_NIXL=0 asked to leave it out
-#  10. everything is taken down; nothing is left in the RDMA stack
+#  10. a peer over two rails (only with two NICs a guest, as run-demo
+#      boots them): prefill adds decode again over both of its addresses
+#      (rxe0 and rxe1, each its subnet), request 8 goes over both rails;
+#      then prefill's rxe1 is deleted, its rail goes down and request 9
+#      is pushed and checked on the one left; rxe1 comes back, the rail
+#      joins again and request 10 goes over both.  kxferctl peer show
+#      lists the rails with their jobs, failovers and fences
+#  11. everything is taken down; nothing is left in the RDMA stack
 #
 # Sourced by selftests/guest/suite-2.sh (t_demo), which runs demo_run
 # as a test: every step asserts its outcome.
@@ -59,6 +66,8 @@ export PATH="$KXFER_TOP/examples:$PATH"
 
 DEMO_DECODE_ADDR=10.99.0.1
 DEMO_PREFILL_ADDR=10.99.0.2
+DEMO_DECODE_ADDR2=10.98.0.1	# the second NIC's (step 10)
+DEMO_PREFILL_ADDR2=10.98.0.2
 DEMO_TMP=/tmp/kxfer-demo
 DEMO_QPS=${DEMO_QPS:-1}	# QPs of the session (kv-prefill works with any)
 
@@ -450,16 +459,105 @@ demo_nixl() {
 	echo "$me: the agent has ended: no pool or export of it is left"
 }
 
+# --- a peer over two rails (step 10) ---
+
+demo_two_nics() { [ "${KXFER_NICS:-1}" = 2 ]; }
+
+# demo_rail_is N STATE: prefill's rail N of decode is in STATE
+demo_rail_is() {
+	[ "$(kxferctl -j peer show decode |
+		jq -r --argjson i "$1" '.[0].rails[] | select(.index == $i) | .state')" = "$2" ]
+}
+
+demo_rail_lines() {
+	kxferctl peer show decode | grep -E '^ *rail ' || :
+}
+
+# decode: the sessions from prefill that are up
+demo_from_prefill_up() {
+	[ "$(kxferctl -j peer show |
+		jq '[.[] | select(.name == "prefill" and .state == "up")] | length')" = "$1" ]
+}
+
+demo_rails() {
+	local n
+
+	if ! demo_two_nics; then
+		if demo_is_decode; then
+			demo_step 10 "a peer over two rails: skipped, the guests have one NIC (run-demo boots two)"
+		else
+			demo_step 10
+		fi
+		return 0
+	fi
+	if demo_is_decode; then
+		demo_step 10 "a peer over two rails: prefill loses one, the pushes go on"
+		echo "decode: the administrator's pool and export again, and a listener on the second NIC"
+		demo_cmd kxferctl pool add kv-decode size 2052K
+		demo_cmd kxferctl export add kv pool kv-decode len 2M peer prefill access write
+		demo_cmd kxferctl listen "$DEMO_DECODE_ADDR2" allow "$DEMO_PREFILL_ADDR2/32"
+		barrier demo-rails-listen 60
+		busywait 30000 demo_from_prefill_up 2
+		echo "decode: two sessions from prefill, one per rail:"
+		kxferctl peer show | grep '^peer prefill'
+		for n in 8 9 10; do
+			# request 9: after prefill's rxe1 went; decode writes its
+			# block list on a session of prefill's that is still up
+			[ "$n" != 9 ] || {
+				barrier demo-rail-gone 60
+				busywait 30000 demo_from_prefill_up 1
+			}
+			[ "$n" != 10 ] || barrier demo-rail-back 90
+			demo_decode "1$n" -p prefill -r "$n" -n 100
+			grep -q '^decode: verified 409600 bytes' "$DEMO_TMP/decode.1$n.log"
+		done
+		barrier demo-rails-done 60
+		demo_cmd kxferctl export del kv
+		demo_cmd kxferctl pool del kv-decode
+		return 0
+	fi
+	demo_step 10
+	demo_cmd kxferctl pool add kv-prefill size 2052K
+	demo_cmd kxferctl export add kv-inbox pool kv-prefill offset 2M len 4K peer decode access write
+	barrier demo-rails-listen 60
+	demo_cmd kxferctl peer del decode
+	demo_cmd kxferctl peer add decode "$DEMO_DECODE_ADDR,$DEMO_DECODE_ADDR2" qps "$DEMO_QPS"
+	busywait 30000 demo_rail_is 0 up
+	busywait 30000 demo_rail_is 1 up
+	busywait 10000 demo_has_rexport decode kv
+	demo_rail_lines
+	echo "prefill: request 8 over both rails"
+	demo_prefill 18 -p decode
+	demo_rail_lines
+	demo_cmd rdma link delete rxe1
+	busywait 30000 check_fail demo_rail_is 1 up
+	demo_rail_lines
+	barrier demo-rail-gone 60
+	echo "prefill: request 9 on the rail that is left"
+	demo_prefill 19 -p decode
+	demo_cmd rdma link add rxe1 type rxe netdev "$KXFER_NETDEV2"
+	busywait 60000 demo_rail_is 1 up
+	echo "prefill: rail 1 is back"
+	barrier demo-rail-back 90
+	echo "prefill: request 10 over both rails again"
+	demo_prefill 110 -p decode
+	demo_rail_lines
+	barrier demo-rails-done 60
+	demo_cmd kxferctl export del kv-inbox
+	demo_cmd kxferctl pool del kv-prefill
+}
+
 demo_teardown() {
 	local r
 
 	if demo_is_decode; then
-		demo_step 10 "everything goes; nothing is left behind"
+		demo_step 11 "everything goes; nothing is left behind"
 		barrier demo-peer-gone 60
 		busywait 15000 demo_no_peers
 		demo_cmd kxferctl listen del "$DEMO_DECODE_ADDR"
+		! demo_two_nics || demo_cmd kxferctl listen del "$DEMO_DECODE_ADDR2"
 	else
-		demo_step 10
+		demo_step 11
 		demo_cmd kxferctl peer del decode
 		barrier demo-peer-gone 60
 	fi
@@ -489,6 +587,7 @@ demo_run() {
 	demo_own_memory
 	demo_udmabuf
 	demo_nixl
+	demo_rails
 	demo_teardown
 }
 
