@@ -374,6 +374,7 @@ struct thr {
 	char		*edge;		/* 4 RW pages, then a PROT_NONE page */
 	char		*ro;		/* one page, PROT_READ while used */
 	char		desc[1024];	/* the call being made */
+	char		why[160];	/* why the model refuses a job */
 	bool		victim;		/* working on a victim file */
 	/* user memory */
 	char		*ua_base;	/* the reservation: guard, ua, guard */
@@ -1162,6 +1163,28 @@ static void fz_remote(struct thr *t, struct kfd *k)
  * RELEASE, of the handles the file uses for its jobs as well: jobs on one
  * released are refused (ENOENT) until a lookup stores a new one.
  */
+/*
+ * Handle @h of @kind is released: ours no more, and a job on it is
+ * refused (ENOENT) until a lookup hands the number out again, for
+ * whatever export it finds then.  So no model slot may keep it, the
+ * user export's included (found with a number picked for another).
+ */
+static void forget_handle(struct kfd *k, __u32 kind, __u32 h)
+{
+	unsigned long long rx = atomic_load(&k->rem_u);
+	__u32 x = h;
+
+	if (kind == KXFER_HANDLE_PEER) {
+		atomic_compare_exchange_strong(&k->peer, &x, 0);
+		return;
+	}
+	atomic_compare_exchange_strong(&k->rem_rw, &x, 0);
+	x = h;
+	atomic_compare_exchange_strong(&k->rem_ro, &x, 0);
+	if (rx_handle(rx) == h)
+		atomic_compare_exchange_strong(&k->rem_u, &rx, 0);
+}
+
 static void fz_release(struct thr *t, struct kfd *k)
 {
 	struct kxfer_release r = {}, in, good;
@@ -1201,12 +1224,8 @@ static void fz_release(struct thr *t, struct kfd *k)
 	check_errno(t, C_RELEASE, ret, err, exact, NULL);
 	if (!ptr_faults(pk) && pk != P_CROSS && memcmp(p, &in, sizeof(in)))
 		fail(t, "RELEASE wrote to its argument");
-	if (!ret) {
-		__u32 h = in.handle;
-
-		/* Ours no more; a job on it now is refused (ENOENT). */
-		atomic_compare_exchange_strong(known, &h, 0);
-	}
+	if (!ret)
+		forget_handle(k, in.kind, in.handle);
 }
 
 /*
@@ -1454,7 +1473,7 @@ static void make_job(struct thr *t, struct kfd *k, struct kxfer_job *j,
 static bool job_acceptable(struct thr *t, struct kfd *k,
 			   const struct kxfer_job *j,
 			   const struct kxfer_segment *base, __u32 used,
-			   __u64 *bytes)
+			   __u64 *bytes, const char **why)
 {
 	__u32 rw = atomic_load(&k->rem_rw), ro = atomic_load(&k->rem_ro);
 	__u64 rx = atomic_load(&k->rem_u), llen = local_bound(t, k, j->pool);
@@ -1464,6 +1483,7 @@ static bool job_acceptable(struct thr *t, struct kfd *k,
 	__u32 i, n, filled, need;
 
 	*bytes = BYTES_MASK;
+	*why = "its fields";
 	if ((j->op != KXFER_OP_WRITE && j->op != KXFER_OP_READ && !atomic) ||
 	    /* rail 0 is the only rail of the fuzzer's peer */
 	    (j->flags & ~KXFER_JOB_FLAGS) || j->rail || !j->nsegs ||
@@ -1474,6 +1494,7 @@ static bool job_acceptable(struct thr *t, struct kfd *k,
 	    (j->op != KXFER_OP_CAS && j->swap) || (atomic && j->nsegs != 1))
 		return false;
 	/* Every pointer we pass outside our array is bad. */
+	*why = "its segments' address";
 	if (j->segs < (unsigned long)base ||
 	    j->segs >= (unsigned long)(base + limits.max_segments))
 		return false;
@@ -1483,6 +1504,7 @@ static bool job_acceptable(struct thr *t, struct kfd *k,
 		rlen = rw_len;
 	if (j->remote == ro && ro && ro != rw) {
 		rlen = ro_len;
+		*why = "a WRITE into the read-only export";
 		if (j->op == KXFER_OP_WRITE)
 			return false;
 	}
@@ -1492,16 +1514,25 @@ static bool job_acceptable(struct thr *t, struct kfd *k,
 		need = atomic ? KXFER_ACCESS_ATOMIC :
 		       j->op == KXFER_OP_WRITE ? KXFER_ACCESS_WRITE :
 						 KXFER_ACCESS_READ;
+		*why = "the user export's access";
 		if (!(rx_access(rx) & need))
 			return false;
 	}
 	n = j->nsegs < filled ? j->nsegs : filled;
+	*why = "an atomic's segment";
 	if (atomic && n && (segs[0].len != 8 || (segs[0].local_off & 7) ||
 			    (segs[0].remote_off & 7)))
 		return false;
 	for (i = 0; i < n; i++) {
 		const struct kxfer_segment *g = &segs[i];
 
+		snprintf(t->why, sizeof(t->why),
+			 "segment %u %llx:%llx:%llx against local %llu, remote %llu bytes",
+			 i, (unsigned long long)g->local_off,
+			 (unsigned long long)g->remote_off,
+			 (unsigned long long)g->len, (unsigned long long)llen,
+			 (unsigned long long)rlen);
+		*why = t->why;
 		if (!g->len || __builtin_add_overflow(g->local_off, g->len, &end) ||
 		    end > llen ||
 		    __builtin_add_overflow(g->remote_off, g->len, &end) ||
@@ -1570,6 +1601,32 @@ static bool unmodelled(struct kfd *k, const struct kxfer_job *j,
 	       j->remote != atomic_load(&k->rem_ro);
 }
 
+/* Job @i was accepted: say what the model refused it for. */
+static void refused_accepted(struct thr *t, struct kfd *k, __u32 i,
+			     __u32 used)
+{
+	const struct kxfer_job *j = &t->jobs[i];
+	const char *why;
+	char job[96], file[128];
+	__u64 bytes;
+
+	if (job_acceptable(t, k, j, t->segs, used, &bytes, &why))
+		why = "nothing now (the model changed since)";
+	snprintf(job, sizeof(job),
+		 "op %u flags 0x%x pool %u peer %u remote %u nsegs %u rail %u",
+		 j->op, j->flags, j->pool, j->peer, j->remote, j->nsegs,
+		 j->rail);
+	snprintf(file, sizeof(file),
+		 "%s: pool %u peer %u exports rw %u ro %u user %u, user pool %u",
+		 k == &t->own ? "own" : "shared",
+		 atomic_load(&k->pool), atomic_load(&k->peer),
+		 atomic_load(&k->rem_rw), atomic_load(&k->rem_ro),
+		 rx_handle(atomic_load(&k->rem_u)),
+		 up_handle(atomic_load(&k->upool)));
+	fail(t, "SUBMIT accepted job %u (%s), which it must refuse for %s; the file (%s)",
+	     i, job, why, file);
+}
+
 static void fz_submit(struct thr *t, struct kfd *k)
 {
 	struct kxfer_submit s = {}, in, good;
@@ -1578,6 +1635,7 @@ static void fz_submit(struct thr *t, struct kfd *k)
 	unsigned int hseq0 = atomic_load(&k->hseq);
 	bool ok[64], sane = true;
 	int ret, err, exact = -1;
+	const char *why;
 	void *p, *jp;
 
 	njobs = chance(&t->rng, 8) ? 1 + rbelow(&t->rng, 64) :
@@ -1626,7 +1684,7 @@ static void fz_submit(struct thr *t, struct kfd *k)
 		__u64 bytes;
 		bool acc;
 
-		acc = job_acceptable(t, k, j, t->segs, used, &bytes);
+		acc = job_acceptable(t, k, j, t->segs, used, &bytes, &why);
 		if (i < 64)
 			ok[i] = acc;
 		sane &= acc && bytes != BYTES_MASK &&
@@ -1690,7 +1748,7 @@ static void fz_submit(struct thr *t, struct kfd *k)
 		/* njobs is 1: success means the one job was accepted */
 		if (!ret) {
 			if (!ok[0] && !unmodelled(k, &t->jobs[0], hseq0))
-				fail(t, "SUBMIT accepted a job it must refuse");
+				refused_accepted(t, k, 0, used);
 			account_accepted(k, t->jobs, 1);
 		}
 		return;
@@ -1714,7 +1772,7 @@ static void fz_submit(struct thr *t, struct kfd *k)
 	}
 	for (i = 0; i < s.accepted && i < 64; i++)
 		if (!ok[i] && !unmodelled(k, &t->jobs[i], hseq0))
-			fail(t, "SUBMIT accepted job %u, which it must refuse", i);
+			refused_accepted(t, k, i, used);
 	account_accepted(k, t->jobs, s.accepted);
 	count_user_jobs(t, k, t->jobs, s.accepted);
 	/*
