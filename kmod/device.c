@@ -139,6 +139,8 @@ static void kxfer_device_remove(struct ib_device *ibdev, void *client_data)
 	kxfer_listeners_device_removed(kd);
 	kxfer_sessions_device_removed(kd);
 	kxfer_pools_device_removed(kd);
+	/* cm_ids held for a port that was down: rdma_cm waits for them */
+	kxfer_cm_reap_kick();
 
 	kxfer_nl_notify_dev(kd, false);
 	kxfer_device_put(kd);

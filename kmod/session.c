@@ -422,19 +422,78 @@ static void kxfer_session_notify(struct kxfer_session *s)
 
 /*
  * Destroying a connected cm_id waits for the CM's disconnect exchange,
- * which takes as long as the CM's timeouts when the peer is gone, and
- * forever when the device cannot send (rxe's GSI QP goes to error if
- * the link is down).  So cm_ids are destroyed by a reaper, one work
- * item each, after their QP and everything else is gone; the session
- * goes on (and reconnects) meanwhile.  Unload waits for the reaper.
+ * which takes as long as the CM's timeouts when the peer is gone.  So
+ * cm_ids are destroyed by a reaper, one work item each, after their QP
+ * and everything else is gone; the session goes on (and reconnects)
+ * meanwhile.  Unload waits for the reaper.
+ *
+ * A cm_id whose port is down is held until the port is active again:
+ * its DREQ (or REJ) would be sent into a dead link, and on rxe a MAD
+ * that cannot be sent puts the port's GSI QP in the error state, which
+ * flushes its receive buffers; ib_mad brings the QP back but never
+ * posts them again, so that port receives no CM message any more and
+ * no connection to it, kxfer's or anyone's, completes until the device
+ * is made again.  Held ids wait on kxfer_reap_held, looked at every
+ * KXFER_REAP_HOLD_MS; a device going away or unload lets them go.
  */
+#define KXFER_REAP_HOLD_MS	250
+
 struct kxfer_cm_reap {
 	struct work_struct	r_work;
 	struct rdma_cm_id	*r_id;
+	struct list_head	r_node;		/* on kxfer_reap_held */
 };
 
 static enum kxfer_cm_kind kxfer_cm_dead = KXFER_CM_DEAD;
 static atomic_t kxfer_session_ids = ATOMIC_INIT(0);
+
+/* protects kxfer_reap_held and kxfer_reap_exiting */
+static DEFINE_MUTEX(kxfer_reap_mutex);
+static LIST_HEAD(kxfer_reap_held);
+static bool kxfer_reap_exiting;
+static void kxfer_reap_held_work(struct work_struct *work);
+static DECLARE_DELAYED_WORK(kxfer_reap_held_dwork, kxfer_reap_held_work);
+
+static struct kxfer_device *kxfer_device_from_ib(struct ib_device *ibdev)
+{
+	struct kxfer_device *kd, *found = NULL;
+
+	mutex_lock(&kxfer_dev_mutex);
+	list_for_each_entry(kd, &kxfer_devices, kd_node) {
+		if (kd->kd_ibdev != ibdev)
+			continue;
+		if (!test_bit(KXFER_DEV_REMOVING, &kd->kd_flags) &&
+		    kref_get_unless_zero(&kd->kd_ref))
+			found = kd;
+		break;
+	}
+	mutex_unlock(&kxfer_dev_mutex);
+	return found;
+}
+
+/**
+ * kxfer_cm_id_hold - should @id wait before the CM sends for it?
+ * @id: a cm_id bound to a device, or not
+ *
+ * Return: true if its device is live and its port is not active (a MAD
+ * sent now would not leave).  May sleep.
+ */
+static bool kxfer_cm_id_hold(struct rdma_cm_id *id)
+{
+	struct kxfer_device *kd;
+	struct ib_port_attr attr;
+	bool hold;
+
+	if (!id->device || !rdma_is_port_valid(id->device, id->port_num))
+		return false;
+	kd = kxfer_device_from_ib(id->device);
+	if (!kd)
+		return false;
+	hold = !ib_query_port(id->device, id->port_num, &attr) &&
+	       attr.state != IB_PORT_ACTIVE;
+	kxfer_device_put(kd);
+	return hold;
+}
 
 static void kxfer_reap_work(struct work_struct *work)
 {
@@ -442,6 +501,37 @@ static void kxfer_reap_work(struct work_struct *work)
 
 	rdma_destroy_id(r->r_id);
 	kfree(r);
+}
+
+/* Destroy the held cm_ids whose port came back (or that must go). */
+static void kxfer_reap_held_work(struct work_struct *work)
+{
+	struct kxfer_cm_reap *r, *tmp;
+	LIST_HEAD(go);
+
+	mutex_lock(&kxfer_reap_mutex);
+	list_for_each_entry_safe(r, tmp, &kxfer_reap_held, r_node)
+		if (kxfer_reap_exiting || !kxfer_cm_id_hold(r->r_id))
+			list_move_tail(&r->r_node, &go);
+	if (!list_empty(&kxfer_reap_held))
+		queue_delayed_work(kxfer_reap_wq, &kxfer_reap_held_dwork,
+				   msecs_to_jiffies(KXFER_REAP_HOLD_MS));
+	mutex_unlock(&kxfer_reap_mutex);
+
+	/* Each in its own work item: a DREQ may wait for the CM's timeouts */
+	list_for_each_entry_safe(r, tmp, &go, r_node)
+		queue_work(kxfer_reap_wq, &r->r_work);
+}
+
+/**
+ * kxfer_cm_reap_kick - look at the held cm_ids now
+ *
+ * A device is being removed: rdma_cm waits for its cm_ids to be
+ * destroyed, which need not wait for the next look.
+ */
+void kxfer_cm_reap_kick(void)
+{
+	mod_delayed_work(kxfer_reap_wq, &kxfer_reap_held_dwork, 0);
 }
 
 /**
@@ -466,6 +556,18 @@ void kxfer_cm_id_reap(struct rdma_cm_id *id)
 	}
 	INIT_WORK(&r->r_work, kxfer_reap_work);
 	r->r_id = id;
+	if (kxfer_cm_id_hold(id)) {
+		mutex_lock(&kxfer_reap_mutex);
+		if (!kxfer_reap_exiting) {
+			list_add_tail(&r->r_node, &kxfer_reap_held);
+			queue_delayed_work(kxfer_reap_wq, &kxfer_reap_held_dwork,
+					   msecs_to_jiffies(KXFER_REAP_HOLD_MS));
+			r = NULL;
+		}
+		mutex_unlock(&kxfer_reap_mutex);
+		if (!r)
+			return;
+	}
 	queue_work(kxfer_reap_wq, &r->r_work);
 }
 
@@ -482,23 +584,6 @@ static void kxfer_qp_event(struct ib_event *ev, void *ctx)
 	default:
 		break;
 	}
-}
-
-static struct kxfer_device *kxfer_device_from_ib(struct ib_device *ibdev)
-{
-	struct kxfer_device *kd, *found = NULL;
-
-	mutex_lock(&kxfer_dev_mutex);
-	list_for_each_entry(kd, &kxfer_devices, kd_node) {
-		if (kd->kd_ibdev != ibdev)
-			continue;
-		if (!test_bit(KXFER_DEV_REMOVING, &kd->kd_flags) &&
-		    kref_get_unless_zero(&kd->kd_ref))
-			found = kd;
-		break;
-	}
-	mutex_unlock(&kxfer_dev_mutex);
-	return found;
 }
 
 /* Send queue slots one QP needs: data depth, control, registration, drain */
@@ -636,7 +721,12 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 	for (i = 0; i < s->s_nqps; i++) {
 		struct kxfer_qp *qp = &s->s_qps[i];
 
-		if (qp->q_id && qp->q_established)
+		/*
+		 * No DREQ into a link that is down (kxfer_cm_id_reap()): the
+		 * drain below moves the QP to the error state all the same.
+		 */
+		if (qp->q_id && qp->q_established &&
+		    !kxfer_cm_id_hold(qp->q_id))
 			rdma_disconnect(qp->q_id);
 	}
 	for (i = 0; i < s->s_nqps; i++) {
@@ -2404,6 +2494,12 @@ void kxfer_sessions_stop_all(void)
  */
 void kxfer_sessions_exit(void)
 {
+	/* Held cm_ids go now, whatever their ports. */
+	mutex_lock(&kxfer_reap_mutex);
+	kxfer_reap_exiting = true;
+	mutex_unlock(&kxfer_reap_mutex);
+	kxfer_cm_reap_kick();
+	flush_delayed_work(&kxfer_reap_held_dwork);
 	destroy_workqueue(kxfer_post_wq);
 	destroy_workqueue(kxfer_wq);
 	destroy_workqueue(kxfer_reap_wq);

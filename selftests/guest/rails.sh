@@ -6,7 +6,9 @@
 # on rxe1) and exports; guest b adds it as one peer over both ("peer add
 # pr A,A2").  A verified stream of WRITE jobs keeps going while b's rxe1
 # is deleted and added again, three times: no job fails, none completes
-# twice, and every byte is as written.
+# twice, and every byte is as written.  Streams of notifications go on
+# through rxe1 lost on either side, deleted (rdma link) or its link down
+# and up (ip link), each notification once and after its data.
 
 # shellcheck source=../rig/lib.sh
 source "$KXFER_TOP/selftests/rig/lib.sh"
@@ -36,6 +38,7 @@ a_rails_up() {
 }
 
 _readd_rxe1() {
+	ip link set "$KXFER_NETDEV2" up
 	rdma link show rxe1/1 >/dev/null 2>&1 && return 0
 	rdma link add rxe1 type rxe netdev "$KXFER_NETDEV2"
 	busywait 10000 port_active rxe1
@@ -101,17 +104,46 @@ t_rails_spread() {
 	barrier rails-spread 120
 }
 
-# rail1_bounce ROUND: b's rxe1 goes, its rail goes down, rxe1 comes back
-# and the rail up again
+# rxe1_lose HOW: this guest loses rail 1's link for 3 s.  HOW delete:
+# the rxe device goes (rdma link delete) and is made again; flap: its
+# netdev goes down and up (ip link set), the device stays.
+rxe1_lose() {
+	case $1 in
+	delete)
+		rdma link delete rxe1
+		echo "$KXFER_GUEST: rxe1 deleted"
+		sleep 3
+		rdma link add rxe1 type rxe netdev "$KXFER_NETDEV2"
+		;;
+	flap)
+		ip link set "$KXFER_NETDEV2" down
+		echo "$KXFER_GUEST: $KXFER_NETDEV2 down"
+		sleep 3
+		ip link set "$KXFER_NETDEV2" up
+		;;
+	esac
+	busywait 10000 port_active rxe1
+}
+
+# rail1_bounce ROUND [HOW]: b loses rxe1 (rxe1_lose HOW, delete if not
+# given), its rail goes down, rxe1 comes back and the rail up again
 rail1_bounce() {
-	local t0
+	local t0 how=${2:-delete}
 
 	t0=$(now_ms)
-	rdma link delete rxe1
-	echo "round $1: rxe1 deleted"
+	if [ "$how" = delete ]; then
+		rdma link delete rxe1
+	else
+		ip link set "$KXFER_NETDEV2" down
+	fi
+	echo "round $1: rxe1 lost ($how)"
 	busywait 30000 check_fail rail_state pr 1 up
 	sleep 2
-	rdma link add rxe1 type rxe netdev "$KXFER_NETDEV2"
+	if [ "$how" = delete ]; then
+		rdma link add rxe1 type rxe netdev "$KXFER_NETDEV2"
+	else
+		ip link set "$KXFER_NETDEV2" up
+	fi
 	busywait 10000 port_active rxe1
 	busywait 60000 rail_state pr 1 up
 	echo "round $1: rail 1 up again after $(($(now_ms) - t0)) ms"
@@ -167,13 +199,13 @@ rail1_fenced() {
 	[ "$(peer_json pr | jq '.[0].rails[] | select(.index == 1) | .fenced')" -gt 0 ]
 }
 
-# rnf_round SIDE ROUND: b sends 12288 NOTIFY jobs of 2 KiB (24 MiB) on
-# rail 1 (KXFER_JOB_RAIL), 16 in flight (a quiet guest ends a job before
-# the next is submitted: with few, the rail may go with none on it); a
-# checks each notification the moment it arrives: its data there, once,
-# none missing; SIDE's rxe1 goes and comes back meanwhile.
+# rnf_round SIDE ROUND HOW: b sends 12288 NOTIFY jobs of 2 KiB (24 MiB)
+# on rail 1 (KXFER_JOB_RAIL), 16 in flight (a quiet guest ends a job
+# before the next is submitted: with few, the rail may go with none on
+# it); a checks each notification the moment it arrives: its data there,
+# once, none missing; SIDE loses rxe1 meanwhile (rxe1_lose HOW).
 rnf_round() {
-	local side=$1 tag="rnf-$1-$2" rc=0 pid
+	local side=$1 tag="rnf-$1-$2-$3" how=$3 rc=0 pid
 
 	if on_a; then
 		xfer notify-recv -o 0 -n 12288 -l 2048 -t 300 kvn kvn \
@@ -184,11 +216,7 @@ rnf_round() {
 		if [ "$side" = a ]; then
 			sleep 1
 			kill -0 "$pid"
-			rdma link delete rxe1
-			echo "$tag: a's rxe1 deleted"
-			sleep 3
-			rdma link add rxe1 type rxe netdev "$KXFER_NETDEV2"
-			busywait 10000 port_active rxe1
+			rxe1_lose "$how"
 		fi
 	else
 		busywait 90000 rail_state pr 1 up
@@ -199,7 +227,7 @@ rnf_round() {
 		if [ "$side" = b ]; then
 			sleep 1
 			kill -0 "$pid"
-			rail1_bounce "$tag"
+			rail1_bounce "$tag" "$how"
 		fi
 	fi
 	wait "$pid" || rc=$?
@@ -210,18 +238,20 @@ rnf_round() {
 
 # Notifications through failover: three rounds with b's rxe1 lost and
 # back, three with a's (whose loss leaves b's jobs on rail 1 without
-# answers until the transport gives up: they always fail over).  Every notification comes once, after its data,
-# though jobs whose rail failed are posted again on the other (RAIL_NOTIFY
-# numbers them; the acceptor delivers a number once), and b's jobs of a
-# failed rail wait for a to fence it (RAIL_FENCE) before they go again.
+# answers until the transport gives up: they always fail over).  Every
+# notification comes once, after its data, though jobs whose rail failed
+# are posted again on the other (RAIL_NOTIFY numbers them; the acceptor
+# delivers a number once), and b's jobs of a failed rail wait for a to
+# fence it (RAIL_FENCE) before they go again.  KXFER_RAILS_HOW: how
+# rxe1 is lost (rxe1_lose), delete if not set.
 t_rails_notify_failover() {
-	local side round f0=0 fails
+	local side round f0=0 fails how=${KXFER_RAILS_HOW:-delete}
 
 	on_a || f0=$(peer_json pr | jq '.[0].rails[] | select(.index == 1) | .failovers')
 	defer _readd_rxe1
 	for side in ${KXFER_RAILS_SIDES:-b a}; do
 		for round in $(seq "${KXFER_RAILS_ROUNDS:-3}"); do
-			rnf_round "$side" "$round"
+			rnf_round "$side" "$round" "$how"
 		done
 		if [ "$side" = b ] && on_a; then
 			# if b's rxe1 went with jobs on it, a fenced that rail
@@ -236,6 +266,16 @@ t_rails_notify_failover() {
 	echo "rail 1 failovers: $f0 -> $fails"
 	[ "$fails" -gt "$f0" ]
 	rail1_fenced
+	# and rail 1 comes back after the last loss too
+	busywait 90000 rail_state pr 1 up
+}
+
+# The same with rail 1's link going down and up (ip link set) instead of
+# its device going: the device and its cm_ids stay, and neither side may
+# send a CM message into the dead link (on rxe that would leave its port
+# deaf to every later connection: kxfer_cm_id_reap()).
+t_rails_notify_flap() {
+	KXFER_RAILS_HOW=flap t_rails_notify_failover
 }
 
 # Notifications over rails: every job of b's stream (3072 of 2 KiB, the
@@ -360,11 +400,15 @@ if [ -n "${KXFER_RAILS_SMOKE:-}" ]; then
 	# make check's: one round of notifications through a's rail loss
 	KXFER_RAILS_SIDES=a KXFER_RAILS_ROUNDS=1 KTEST_TIMEOUT=600 \
 		ktest2 rails_notify_failover t_rails_notify_failover
+	# and through b's link going down and up
+	KXFER_RAILS_SIDES=b KXFER_RAILS_ROUNDS=1 KTEST_TIMEOUT=600 \
+		ktest2 rails_notify_flap t_rails_notify_flap
 else
 	KTEST_TIMEOUT=900 ktest2 rails_failover t_rails_failover
 	KTEST_TIMEOUT=900 ktest2 rails_notify t_rails_notify
 	KTEST_TIMEOUT=900 ktest2 rails_failover_a t_rails_failover_a
 	KTEST_TIMEOUT=1200 ktest2 rails_notify_failover t_rails_notify_failover
+	KTEST_TIMEOUT=1200 ktest2 rails_notify_flap t_rails_notify_flap
 fi
 ktest2 rails_teardown t_rails_teardown
 exit 0
