@@ -1001,6 +1001,7 @@ int kxfer_rails_recv(struct kxfer_session *s, const void *buf,
 void kxfer_rails_join_start(struct kxfer_session *s);
 void kxfer_rails_join_refused(struct kxfer_session *s);
 u64 kxfer_rails_notify_seq(struct kxfer_task *job);
+bool kxfer_rails_notify_stale(const struct kxfer_task *job);
 void kxfer_rails_wait_idle(void);
 bool kxfer_rails_notify_first(struct kxfer_session *s, u64 seq);
 u64 kxfer_peer_conn_gen(struct kxfer_session *s);

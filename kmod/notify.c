@@ -68,20 +68,13 @@ static void kxfer_job_send_rail(struct kxfer_session *s, struct kxfer_task *job)
 	size_t len = sizeof(*rn) + job->j_msg_len;
 
 	BUILD_BUG_ON(sizeof(*rn) + KXFER_NOTIFY_MSG_MAX > KXFER_CTRL_MSG_SIZE);
+	if (kxfer_rails_notify_stale(job)) {
+		kxfer_job_sent(job, -ETIMEDOUT);
+		return;
+	}
 	rn = kzalloc(len, GFP_KERNEL);
 	if (!rn) {
 		kxfer_job_sent(job, -ENOMEM);
-		return;
-	}
-	/*
-	 * Posted again so late that the peer may have forgotten its number
-	 * (wire.h): it ends with an error rather than be dropped there.
-	 */
-	if (job->j_notify_seq &&
-	    READ_ONCE(job->j_rails->r_notify_seq) - job->j_notify_seq >=
-	    KXFER_RAIL_NOTIFY_WINDOW / 2) {
-		kfree(rn);
-		kxfer_job_sent(job, -ETIMEDOUT);
 		return;
 	}
 	kxfer_job_notify_msg(job, &rn->rn_notify);

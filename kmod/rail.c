@@ -23,7 +23,9 @@
  *
  * Locking: r_lock (a spinlock, taken from completion handlers) guards a
  * group's slots, token and queue; kxfer_rails_lock the acceptor's list of
- * groups.  A session's s_mutex is never taken under either.
+ * groups.  A session's s_mutex is never taken under either; its s_lock
+ * may be, under r_lock (kxfer_rails_kick()), and r_lock is never taken
+ * under an s_lock.
  */
 #include <linux/slab.h>
 #include <linux/random.h>
@@ -222,7 +224,12 @@ static bool kxfer_rails_connector(const struct kxfer_session *s)
 	return s->s_rails && s->s_rails->r_role == KXFER_PEER_CONNECTOR;
 }
 
-/* Rails that wait for a token look again now. */
+/*
+ * Rails that wait for a token look again now.  A rail being stopped
+ * stays in r_sess until its last reference goes, after its timer's last
+ * cancel: KXFER_SE_STOPPED, tested under its s_lock as the stop sets
+ * it, keeps the timer from being queued again then.
+ */
 static void kxfer_rails_kick(struct kxfer_rails *r, struct kxfer_session *self)
 {
 	struct kxfer_session *s;
@@ -232,8 +239,12 @@ static void kxfer_rails_kick(struct kxfer_rails *r, struct kxfer_session *self)
 	spin_lock_irqsave(&r->r_lock, flags);
 	for (i = 0; i < r->r_nrails; i++) {
 		s = r->r_sess[i];
-		if (s && s != self && READ_ONCE(s->s_state) == KXFER_PEER_DOWN)
+		if (!s || s == self || READ_ONCE(s->s_state) != KXFER_PEER_DOWN)
+			continue;
+		spin_lock(&s->s_lock);
+		if (!test_bit(KXFER_SE_STOPPED, &s->s_events))
 			mod_delayed_work(kxfer_wq, &s->s_timer, 0);
+		spin_unlock(&s->s_lock);
 	}
 	spin_unlock_irqrestore(&r->r_lock, flags);
 }
@@ -731,6 +742,21 @@ u64 kxfer_rails_notify_seq(struct kxfer_task *job)
 	return job->j_notify_seq;
 }
 
+/**
+ * kxfer_rails_notify_stale - has a job's number fallen too far behind?
+ * @job: a NOTIFY job of a connector over rails
+ *
+ * Posted again so late that the acceptor may have forgotten its number
+ * (half a window behind the newest, wire.h): it would take it as seen
+ * and drop it, so the job ends with an error instead.  Any context.
+ */
+bool kxfer_rails_notify_stale(const struct kxfer_task *job)
+{
+	return job->j_notify_seq &&
+	       READ_ONCE(job->j_rails->r_notify_seq) - job->j_notify_seq >=
+	       KXFER_RAIL_NOTIFY_WINDOW / 2;
+}
+
 /* Numbers @from to @to - 1 (fewer than the window) are not seen yet. */
 static void kxfer_rails_seen_clear(unsigned long *seen, u64 from, u64 to)
 {
@@ -1052,6 +1078,12 @@ static int kxfer_rail_rank(const struct kxfer_session *r,
 	return 0;
 }
 
+/* Is rail @i of @r up?  Caller holds r_lock. */
+static bool kxfer_rail_up(const struct kxfer_rails *r, unsigned int i)
+{
+	return r->r_sess[i] && READ_ONCE(r->r_sess[i]->s_state) == KXFER_PEER_UP;
+}
+
 /*
  * The rail for a job: @want if it is up, else the nearest one up, the
  * equally near taking turns; not one of @tried, which gets the one
@@ -1074,8 +1106,7 @@ static struct kxfer_session *kxfer_rails_pick(struct kxfer_rails *r,
 		int rank;
 
 		i = (start + k) % r->r_nrails;
-		if (!r->r_sess[i] || test_bit(i, tried) ||
-		    READ_ONCE(r->r_sess[i]->s_state) != KXFER_PEER_UP)
+		if (test_bit(i, tried) || !kxfer_rail_up(r, i))
 			continue;
 		rank = i == want ? 3 : kxfer_rail_rank(r->r_sess[i], pool, node);
 		if (rank > best_rank) {
@@ -1294,10 +1325,7 @@ static int kxfer_rails_repost_on(struct kxfer_session *s,
 		return -ESTALE;
 	if (old->j_msg && !(s->s_peer_features & KXFER_WIRE_F_NOTIFY_MSG))
 		return -EOPNOTSUPP;
-	/* The acceptor would take its notification's number as seen. */
-	if (old->j_notify_seq &&
-	    READ_ONCE(old->j_rails->r_notify_seq) - old->j_notify_seq >=
-	    KXFER_RAIL_NOTIFY_WINDOW / 2)
+	if (kxfer_rails_notify_stale(old))
 		return -ETIMEDOUT;
 	/*
 	 * Its data was acknowledged, its notification's fate is unknown:
@@ -1387,8 +1415,7 @@ static bool kxfer_rails_any_up(struct kxfer_rails *r)
 
 	spin_lock_irqsave(&r->r_lock, flags);
 	for (i = 0; i < r->r_nrails && !up; i++)
-		up = r->r_sess[i] &&
-		     READ_ONCE(r->r_sess[i]->s_state) == KXFER_PEER_UP;
+		up = kxfer_rail_up(r, i);
 	spin_unlock_irqrestore(&r->r_lock, flags);
 	return up;
 }
