@@ -313,6 +313,22 @@ struct kxfer_session *kxfer_session_find(const char *name)
 	return found;
 }
 
+/*
+ * The accepting session of @node's connection @sid (its requests'
+ * wc_session_id), or %NULL.  Caller holds kxfer_sess_mutex.
+ */
+static struct kxfer_session *kxfer_session_find_sid(const char *node, u64 sid)
+{
+	struct kxfer_session *s;
+
+	lockdep_assert_held(&kxfer_sess_mutex);
+	list_for_each_entry(s, &kxfer_sessions, s_node)
+		if (s->s_role == KXFER_PEER_ACCEPTOR && s->s_sid == sid &&
+		    !strcmp(s->s_remote_node, node))
+			return s;
+	return NULL;
+}
+
 /**
  * kxfer_session_get_sid - an accepting session by its connection
  * @node: the remote node's name
@@ -322,18 +338,14 @@ struct kxfer_session *kxfer_session_find(const char *name)
  */
 struct kxfer_session *kxfer_session_get_sid(const char *node, u64 sid)
 {
-	struct kxfer_session *s, *found = NULL;
+	struct kxfer_session *s;
 
 	mutex_lock(&kxfer_sess_mutex);
-	list_for_each_entry(s, &kxfer_sessions, s_node)
-		if (s->s_role == KXFER_PEER_ACCEPTOR && s->s_sid == sid &&
-		    !strcmp(s->s_remote_node, node)) {
-			kxfer_session_get(s);
-			found = s;
-			break;
-		}
+	s = kxfer_session_find_sid(node, sid);
+	if (s)
+		kxfer_session_get(s);
 	mutex_unlock(&kxfer_sess_mutex);
-	return found;
+	return s;
 }
 
 /**
@@ -1771,11 +1783,8 @@ kxfer_session_accept_find(struct rdma_cm_id *id,
 	int ret;
 
 	mutex_lock(&kxfer_sess_mutex);
-	list_for_each_entry(s, &kxfer_sessions, s_node)
-		if (s->s_role == KXFER_PEER_ACCEPTOR && s->s_sid == sid &&
-		    !strcmp(s->s_remote_node, node))
-			break;
-	if (list_entry_is_head(s, &kxfer_sessions, s_node)) {
+	s = kxfer_session_find_sid(node, sid);
+	if (!s) {
 		ret = kxfer_half_open_admit(&id->route.addr.dst_addr, node, l);
 		if (ret) {
 			mutex_unlock(&kxfer_sess_mutex);
