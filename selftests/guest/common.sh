@@ -428,3 +428,16 @@ explain_serve() {
 		sleep 0.5
 	done
 }
+
+# ktest2 NAME FUNC: a test of two guests (rig/lib.sh's ktest).  Each
+# starts with both guests' barrier ranks in step, and both meet after
+# it, so that a test failing half-way on one side (and skipping its
+# barriers) does not put the next tests out of step.
+KXFER_KTEST2_N=0
+ktest2() {
+	KXFER_KTEST2_N=$((KXFER_KTEST2_N + 1))
+	barrier_rank $((KXFER_KTEST2_N * 100))
+	ktest "$@"
+	barrier_rank $((KXFER_KTEST2_N * 100 + 98))
+	barrier "end-$1" 90 || true
+}

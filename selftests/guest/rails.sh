@@ -384,14 +384,6 @@ t_rails_teardown() {
 }
 
 KXFER_BARRIER_TIMEOUT=60
-T=0
-ktest2() {
-	T=$((T + 1))
-	barrier_rank $((T * 100))
-	ktest "$@"
-	barrier_rank $((T * 100 + 98))
-	barrier "end-$1" 90 || true
-}
 
 ktest2 rails_setup t_rails_setup
 ktest2 rails_up t_rails_up

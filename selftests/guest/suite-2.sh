@@ -1292,18 +1292,8 @@ t_demo() {
 	demo_run
 }
 
-# Each test starts with the two guests in step: barrier ranks are reset,
-# and both meet after it, so that a test failing half-way on one side
-# (and skipping its barriers) does not put the next tests out of step.
+# Each test starts with the two guests in step (common.sh's ktest2).
 KXFER_BARRIER_TIMEOUT=60
-T=0
-ktest2() {
-	T=$((T + 1))
-	barrier_rank $((T * 100))
-	ktest "$@"
-	barrier_rank $((T * 100 + 98))
-	barrier "end-$1" 90 || true
-}
 
 ktest2 setup t_setup
 ktest2 session_1qp t_session_1qp
