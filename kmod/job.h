@@ -131,6 +131,7 @@ struct kxfer_task {
 	bool			j_data_done;	/* all acknowledged: notifying */
 	unsigned long		j_retry_since;	/* jiffies, first failover */
 	u32			j_retries;
+	bool			j_local_retried; /* after IB_WC_LOC_QP_OP_ERR */
 	struct list_head	j_retry_node;
 	struct ib_atomic_wr	j_atomic;
 	struct kxfer_job_part	j_parts[KXFER_MAX_QPS];

@@ -1238,6 +1238,14 @@ static bool kxfer_rails_retryable(const struct kxfer_task *job)
 	case -ENOTCONN:		/* its QPs were dead when it started */
 	case -ETIMEDOUT:	/* the transport gave up: the path is gone */
 		return true;
+	case -EIO:
+		/*
+		 * rxe's status for a work request it could not send, its
+		 * link being down; on a NIC, one the QP could not execute,
+		 * which would fail again: posted again once, not more.
+		 */
+		return job->j_wc_status == IB_WC_LOC_QP_OP_ERR &&
+		       !job->j_local_retried;
 	default:
 		return false;
 	}
@@ -1361,6 +1369,8 @@ static int kxfer_rails_repost_on(struct kxfer_session *s,
 	job->j_data_done = old->j_data_done;
 	job->j_retry_since = old->j_retry_since;
 	job->j_retries = old->j_retries + 1;
+	job->j_local_retried = old->j_local_retried ||
+			       old->j_wc_status == IB_WC_LOC_QP_OP_ERR;
 	job->j_notify = old->j_notify;
 	job->j_notify_value = old->j_notify_value;
 	job->j_op = old->j_op;
