@@ -997,6 +997,10 @@ static int kxfer_auth_failed(struct kxfer_session *s,
 		}
 		why = "peer refused our rail's join";
 		break;
+	case KXFER_AUTH_FAIL_JOIN_REFUSED:
+		/* The session is there: join it again later, not anew. */
+		why = "peer refused the rail for now (authentication, or too many rails)";
+		break;
 	default:
 		why = "peer refused the authentication";
 		break;
@@ -1203,14 +1207,18 @@ void kxfer_auth_join_ok(struct kxfer_session *s, enum kxfer_peer_auth result,
 /**
  * kxfer_auth_fail_join - a rail's join failed here (rail.c)
  * @s: the session
+ * @reason: KXFER_AUTH_FAIL_JOIN (no such session, or a wrong proof: the
+ *	connector starts a new one) or KXFER_AUTH_FAIL_JOIN_REFUSED (the
+ *	session is there but takes no such rail now: it keeps its token)
  * @why: the reason, logged and kept
  *
- * The peer is told (KXFER_AUTH_FAIL_JOIN) and the session ends, as for a
- * handshake that fails.  Caller holds s_mutex.
+ * The peer is told and the session ends, as for a handshake that fails.
+ * Caller holds s_mutex.
  */
-void kxfer_auth_fail_join(struct kxfer_session *s, const char *why)
+void kxfer_auth_fail_join(struct kxfer_session *s, u32 reason,
+			  const char *why)
 {
-	kxfer_auth_refuse(s, KXFER_AUTH_FAIL_JOIN, why);
+	kxfer_auth_refuse(s, reason, why);
 }
 
 /**

@@ -344,6 +344,8 @@ enum kxfer_auth_fail_reason {
 	KXFER_AUTH_FAIL_NEED_KEY,	/* you hold no key, and I need one */
 	/* a rail's join: no such session here, or the proof does not match */
 	KXFER_AUTH_FAIL_JOIN,
+	/* a rail's join to a session that exists, refused for now */
+	KXFER_AUTH_FAIL_JOIN_REFUSED,
 };
 
 /* Either side's last message: why it ends the session. */
