@@ -163,6 +163,8 @@ t_rails_failover() {
 	# a waits for this barrier however b's side ends
 	defer barrier rails-failover-done 600
 	defer _readd_rxe1
+	kxferctl -j monitor >/tmp/rails-monitor 2>/dev/null &
+	defer kill $!
 	f0=$(rail_sum pr failovers)
 	rm -f /tmp/rails-stop
 	(
@@ -192,6 +194,12 @@ t_rails_failover() {
 	rail_state pr 0 up
 	# a job of a failed rail waits for the peer to fence that rail
 	[ "$(rail_sum pr failovers)" = "$f0" ] || [ "$(rail_sum pr fenced)" -gt 0 ]
+	# monitor told each loss of rail 1 and each return, as rail 1 of pr
+	jq -rR 'fromjson? | select(.event == "peer-state" and .name == "pr" and
+		.rail == 1) | .state' /tmp/rails-monitor >/tmp/rails-mon-states
+	echo "monitor, rail 1: $(tr '\n' ' ' </tmp/rails-mon-states)"
+	[ "$(grep -cx down /tmp/rails-mon-states)" -ge 3 ]
+	[ "$(grep -cx up /tmp/rails-mon-states)" -ge 3 ]
 }
 
 # rail1_fenced: rail 1 of pr has been fenced at least once
