@@ -949,7 +949,7 @@ int kxfer_session_accept(struct rdma_cm_id *id,
 			 struct kxfer_listener *l);
 void kxfer_sessions_supersede_late(struct kxfer_session *new);
 void kxfer_sessions_stop_all(void);
-void kxfer_cm_id_reap(struct rdma_cm_id *id);
+void kxfer_cm_id_reap(struct rdma_cm_id *id, bool settle);
 void kxfer_cm_reap_kick(void);
 int kxfer_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 const char *kxfer_peer_state_name(enum kxfer_peer_state st);

@@ -439,21 +439,28 @@ static void kxfer_session_notify(struct kxfer_session *s)
  * and everything else is gone; the session goes on (and reconnects)
  * meanwhile.  Unload waits for the reaper.
  *
- * A cm_id whose port is down is held until the port is active again:
- * its DREQ (or REJ) would be sent into a dead link, and on rxe a MAD
- * that cannot be sent puts the port's GSI QP in the error state, which
- * flushes its receive buffers; ib_mad brings the QP back but never
- * posts them again, so that port receives no CM message any more and
- * no connection to it, kxfer's or anyone's, completes until the device
- * is made again.  Held ids wait on kxfer_reap_held, looked at every
- * KXFER_REAP_HOLD_MS; a device going away or unload lets them go.
+ * No CM message goes into a link that is down: on rxe a MAD that cannot
+ * be sent puts the port's GSI QP in the error state, which flushes its
+ * receive buffers (6.1) or keeps every later send failing (6.12), and
+ * ib_mad never recovers it: that port completes no connection any more,
+ * kxfer's or anyone's, until the device is made again.  Destroying an
+ * id sends a DREQ (or a REJ), so an id whose port is down is held until
+ * the port is active again.  And a link that goes down shows first as
+ * a failed session, some milliseconds before the port is down (6.12
+ * flushes the QPs first): the ids of a session that failed (not one
+ * stopped on purpose) are held KXFER_REAP_SETTLE_MS before the port is
+ * looked at.  Held ids wait on kxfer_reap_held, looked at every
+ * KXFER_REAP_HOLD_MS; their device going away, or unload, lets them go
+ * at once.
  */
 #define KXFER_REAP_HOLD_MS	250
+#define KXFER_REAP_SETTLE_MS	1000
 
 struct kxfer_cm_reap {
 	struct work_struct	r_work;
 	struct rdma_cm_id	*r_id;
 	struct list_head	r_node;		/* on kxfer_reap_held */
+	unsigned long		r_after;	/* jiffies: not before */
 };
 
 static enum kxfer_cm_kind kxfer_cm_dead = KXFER_CM_DEAD;
@@ -483,28 +490,25 @@ static struct kxfer_device *kxfer_device_from_ib(struct ib_device *ibdev)
 	return found;
 }
 
-/**
- * kxfer_cm_id_hold - should @id wait before the CM sends for it?
- * @id: a cm_id bound to a device, or not
- *
- * Return: true if its device is live and its port is not active (a MAD
- * sent now would not leave).  May sleep.
+/*
+ * The port of @id: 1 down (a MAD sent now would not leave), 0 active,
+ * -1 no device of ours (none bound, or being removed).  May sleep.
  */
-static bool kxfer_cm_id_hold(struct rdma_cm_id *id)
+static int kxfer_cm_id_port(struct rdma_cm_id *id)
 {
 	struct kxfer_device *kd;
 	struct ib_port_attr attr;
-	bool hold;
+	int down;
 
 	if (!id->device || !rdma_is_port_valid(id->device, id->port_num))
-		return false;
+		return -1;
 	kd = kxfer_device_from_ib(id->device);
 	if (!kd)
-		return false;
-	hold = !ib_query_port(id->device, id->port_num, &attr) &&
+		return -1;
+	down = !ib_query_port(id->device, id->port_num, &attr) &&
 	       attr.state != IB_PORT_ACTIVE;
 	kxfer_device_put(kd);
-	return hold;
+	return down;
 }
 
 static void kxfer_reap_work(struct work_struct *work)
@@ -515,16 +519,19 @@ static void kxfer_reap_work(struct work_struct *work)
 	kfree(r);
 }
 
-/* Destroy the held cm_ids whose port came back (or that must go). */
+/* Destroy the held cm_ids whose port is up (or that must go). */
 static void kxfer_reap_held_work(struct work_struct *work)
 {
 	struct kxfer_cm_reap *r, *tmp;
 	LIST_HEAD(go);
+	int port;
 
 	mutex_lock(&kxfer_reap_mutex);
-	list_for_each_entry_safe(r, tmp, &kxfer_reap_held, r_node)
-		if (kxfer_reap_exiting || !kxfer_cm_id_hold(r->r_id))
+	list_for_each_entry_safe(r, tmp, &kxfer_reap_held, r_node) {
+		port = kxfer_reap_exiting ? -1 : kxfer_cm_id_port(r->r_id);
+		if (port < 0 || (!port && time_after_eq(jiffies, r->r_after)))
 			list_move_tail(&r->r_node, &go);
+	}
 	if (!list_empty(&kxfer_reap_held))
 		queue_delayed_work(kxfer_reap_wq, &kxfer_reap_held_dwork,
 				   msecs_to_jiffies(KXFER_REAP_HOLD_MS));
@@ -549,12 +556,15 @@ void kxfer_cm_reap_kick(void)
 /**
  * kxfer_cm_id_reap - destroy a cm_id in the background
  * @id: a cm_id whose QP is destroyed; not in its own event handler
+ * @settle: its session failed: wait KXFER_REAP_SETTLE_MS first, for a
+ *	link going down to show as its port going down
  *
  * Its events are ignored from now on.  May sleep.
  */
-void kxfer_cm_id_reap(struct rdma_cm_id *id)
+void kxfer_cm_id_reap(struct rdma_cm_id *id, bool settle)
 {
 	struct kxfer_cm_reap *r;
+	int port;
 
 	/* Wait out a running handler; later ones see a dead context. */
 	rdma_lock_handler(id);
@@ -568,7 +578,9 @@ void kxfer_cm_id_reap(struct rdma_cm_id *id)
 	}
 	INIT_WORK(&r->r_work, kxfer_reap_work);
 	r->r_id = id;
-	if (kxfer_cm_id_hold(id)) {
+	r->r_after = jiffies + (settle ? msecs_to_jiffies(KXFER_REAP_SETTLE_MS) : 0);
+	port = kxfer_cm_id_port(id);
+	if (port > 0 || (!port && settle)) {
 		mutex_lock(&kxfer_reap_mutex);
 		if (!kxfer_reap_exiting) {
 			list_add_tail(&r->r_node, &kxfer_reap_held);
@@ -725,6 +737,8 @@ static int kxfer_qp_connect(struct kxfer_session *s, struct kxfer_qp *qp)
  */
 static void kxfer_session_teardown(struct kxfer_session *s)
 {
+	/* failed, not stopped: kxfer_cm_id_reap() */
+	bool settle = s->s_state != KXFER_PEER_CLOSING;
 	unsigned long drain = 0;
 	unsigned int i;
 
@@ -734,11 +748,13 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 		struct kxfer_qp *qp = &s->s_qps[i];
 
 		/*
-		 * No DREQ into a link that is down (kxfer_cm_id_reap()): the
-		 * drain below moves the QP to the error state all the same.
+		 * A session stopped on purpose tells the peer now; one that
+		 * failed, from the reaper (kxfer_cm_id_reap()): its link may
+		 * be going down.  The drain below moves the QP to the error
+		 * state all the same.
 		 */
-		if (qp->q_id && qp->q_established &&
-		    !kxfer_cm_id_hold(qp->q_id))
+		if (qp->q_id && qp->q_established && !settle &&
+		    !kxfer_cm_id_port(qp->q_id))
 			rdma_disconnect(qp->q_id);
 	}
 	for (i = 0; i < s->s_nqps; i++) {
@@ -760,7 +776,7 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 		if (qp->q_id && qp->q_id->qp)
 			rdma_destroy_qp(qp->q_id);
 		if (qp->q_id)
-			kxfer_cm_id_reap(qp->q_id);
+			kxfer_cm_id_reap(qp->q_id, settle);
 		if (qp->q_cq)
 			ib_free_cq(qp->q_cq);
 		if (qp->q_rcq)
@@ -1040,6 +1056,11 @@ static void kxfer_session_work(struct work_struct *work)
 
 		if (!test_and_clear_bit(KXFER_QPE_ROUTED, &qp->q_events))
 			continue;
+		/* A request into a link that is down: kxfer_cm_id_reap() */
+		if (kxfer_cm_id_port(qp->q_id) > 0) {
+			kxfer_session_fail(s, -ENETDOWN, "the link is down");
+			goto out_unlock;
+		}
 		ret = kxfer_qp_setup(s, qp);
 		if (!ret)
 			ret = kxfer_qp_connect(s, qp);
