@@ -650,6 +650,7 @@ enum {
 	KXFER_SE_SUPERSEDE,	/* authenticated: end older incarnations */
 	KXFER_SE_DRAIN,		/* a withdrawn remote export has no job left */
 	KXFER_SE_STOPPED,	/* stopped for good: nothing queues s_work */
+	KXFER_SE_PEER_DISC,	/* the peer disconnected: its DREQ came */
 };
 
 struct kxfer_key;

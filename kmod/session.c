@@ -737,8 +737,12 @@ static int kxfer_qp_connect(struct kxfer_session *s, struct kxfer_qp *qp)
  */
 static void kxfer_session_teardown(struct kxfer_session *s)
 {
-	/* failed, not stopped: kxfer_cm_id_reap() */
-	bool settle = s->s_state != KXFER_PEER_CLOSING;
+	/*
+	 * Failed, neither stopped on purpose nor disconnected by the peer
+	 * (whose DREQ came: the link works): kxfer_cm_id_reap()
+	 */
+	bool settle = s->s_state != KXFER_PEER_CLOSING &&
+		      !test_and_clear_bit(KXFER_SE_PEER_DISC, &s->s_events);
 	unsigned long drain = 0;
 	unsigned int i;
 
@@ -812,6 +816,7 @@ static void kxfer_session_teardown(struct kxfer_session *s)
 	clear_bit(KXFER_SE_REGS, &s->s_events);
 	clear_bit(KXFER_SE_DRAIN, &s->s_events);
 	clear_bit(KXFER_SE_FAIL, &s->s_events);
+	clear_bit(KXFER_SE_PEER_DISC, &s->s_events);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1579,6 +1584,7 @@ int kxfer_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 				   rdma_event_msg(ev->event));
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		set_bit(KXFER_SE_PEER_DISC, &s->s_events);
 		kxfer_session_fail(s, -ECONNRESET, "disconnected by the peer");
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
