@@ -447,9 +447,9 @@ static void kxfer_session_notify(struct kxfer_session *s)
  * id sends a DREQ (or a REJ), so an id whose port is down is held until
  * the port is active again.  And a link that goes down shows first as
  * a failed session, some milliseconds before the port is down (6.12
- * flushes the QPs first): the ids of a session that failed (not one
- * stopped on purpose) are held KXFER_REAP_SETTLE_MS before the port is
- * looked at.  Held ids wait on kxfer_reap_held, looked at every
+ * flushes the QPs first): the ids of a session that failed as a link
+ * going down fails it (kxfer_err_link()) are held KXFER_REAP_SETTLE_MS
+ * before the port is looked at.  Held ids wait on kxfer_reap_held, looked at every
  * KXFER_REAP_HOLD_MS; their device going away, or unload, lets them go
  * at once.
  */
@@ -730,6 +730,28 @@ static int kxfer_qp_connect(struct kxfer_session *s, struct kxfer_qp *qp)
 }
 
 /*
+ * Could a session have failed with @err for its link going down?  Its
+ * QPs flushed or in error, transport retries or keepalive exhausted,
+ * rdma_cm unable to reach the peer.  Not a protocol error, a refusal or
+ * a lack of memory: the link worked for those, and the peer is told at
+ * once.
+ */
+static bool kxfer_err_link(int err)
+{
+	switch (err) {
+	case -ECONNRESET:
+	case -ETIMEDOUT:
+	case -EIO:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -ENETDOWN:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
  * Release everything the session holds on the device, in the order the
  * hardware needs: disconnect, drain, deregister, destroy the QPs, free
  * the CQs and buffers, deallocate the PD.  Safe on a half-built session.
@@ -738,11 +760,13 @@ static int kxfer_qp_connect(struct kxfer_session *s, struct kxfer_qp *qp)
 static void kxfer_session_teardown(struct kxfer_session *s)
 {
 	/*
-	 * Failed, neither stopped on purpose nor disconnected by the peer
-	 * (whose DREQ came: the link works): kxfer_cm_id_reap()
+	 * Failed in a way a link going down fails it, neither stopped on
+	 * purpose nor disconnected by the peer (whose DREQ came: the link
+	 * works): kxfer_cm_id_reap()
 	 */
 	bool settle = s->s_state != KXFER_PEER_CLOSING &&
-		      !test_and_clear_bit(KXFER_SE_PEER_DISC, &s->s_events);
+		      !test_and_clear_bit(KXFER_SE_PEER_DISC, &s->s_events) &&
+		      kxfer_err_link(s->s_last_errno);
 	unsigned long drain = 0;
 	unsigned int i;
 
