@@ -142,6 +142,7 @@ struct kxfer_job_build {
 	u32				jb_need;	/* KXFER_ACCESS_* */
 	bool				jb_atomic;	/* CAS or FADD */
 	bool				jb_bare;	/* notification only */
+	bool				jb_submit;	/* a user's, not a remake */
 	void				*jb_msg;	/* NOTIFY_MSG's bytes */
 	struct kxfer_plan_seg		*jb_segs;	/* jb_few if small */
 	struct kxfer_plan_seg		jb_few[KXFER_FEW_SEGS];
@@ -739,6 +740,19 @@ static int kxfer_job_make(struct kxfer_job_build *jb)
 	ret = kxfer_job_plan(jb);
 	if (ret)
 		return ret;
+	/*
+	 * Large, to a peer over rails, and its destinations apart: its
+	 * shares are made for their rails when it starts (rail.c).
+	 */
+	if (jb->jb_submit && !jb->jb_overlap &&
+	    kxfer_rails_stripes(jb->jb_sess, jb->jb_pool, jb->jb_uj,
+				jb->jb_total)) {
+		jb->jb_job = kvzalloc(sizeof(*jb->jb_job), GFP_KERNEL);
+		if (!jb->jb_job)
+			return -ENOMEM;
+		jb->jb_job->j_striped = true;
+		return 0;
+	}
 	ret = kxfer_job_alloc(jb);
 	if (ret)
 		return ret;
@@ -839,10 +853,15 @@ static void kxfer_job_account(const struct kxfer_job_build *jb)
 	const struct kxfer_job *uj = jb->jb_uj;
 	struct kxfer_session *s = jb->jb_sess;
 
-	atomic64_inc(&s->s_stats.jobs);
-	atomic64_add(jb->jb_total, &s->s_stats.bytes);
-	atomic64_add(uj->nsegs, &s->s_stats.segs);
-	atomic64_add(jb->jb_plan.nwr, &s->s_stats.wrs);
+	/* A striped job's shares count on their rails. */
+	if (jb->jb_job->j_striped) {
+		atomic64_inc(&s->s_rails->r_striped);
+	} else {
+		atomic64_inc(&s->s_stats.jobs);
+		atomic64_add(jb->jb_total, &s->s_stats.bytes);
+		atomic64_add(uj->nsegs, &s->s_stats.segs);
+		atomic64_add(jb->jb_plan.nwr, &s->s_stats.wrs);
+	}
 	trace_job_submit(s->s_id, uj->user_data, uj->op, uj->flags, uj->nsegs,
 			 jb->jb_plan.nwr, jb->jb_nq, jb->jb_total);
 }
@@ -909,7 +928,9 @@ static int kxfer_job_submit_one(struct kxfer_file *kf,
 				const struct kxfer_job *uj,
 				struct kxfer_kick *kick)
 {
-	struct kxfer_job_build jb = { .jb_file = kf, .jb_uj = uj };
+	struct kxfer_job_build jb = {
+		.jb_file = kf, .jb_uj = uj, .jb_submit = true,
+	};
 	struct kxfer_session *s;
 	int ret;
 

@@ -132,7 +132,15 @@ struct kxfer_task {
 	unsigned long		j_retry_since;	/* jiffies, first failover */
 	u32			j_retries;
 	bool			j_local_retried; /* after IB_WC_LOC_QP_OP_ERR */
-	struct list_head	j_retry_node;
+	struct list_head	j_retry_node;	/* or on r_stripe */
+	/*
+	 * A job striped over rails: its data goes in shares, one per rail,
+	 * each a job of its own (j_parent) that counts in its j_left; it
+	 * ends, and notifies, once they all ended.
+	 */
+	bool			j_striped;
+	bool			j_stripe_started; /* its shares were made */
+	struct kxfer_task	*j_parent;	/* a share: the striped job */
 	struct ib_atomic_wr	j_atomic;
 	struct kxfer_job_part	j_parts[KXFER_MAX_QPS];
 	/* WRs, SGEs and batches follow in one allocation */
@@ -165,6 +173,10 @@ int kxfer_rails_job_keep(struct kxfer_task *job, struct kxfer_session *s,
 			 const struct kxfer_plan_seg *segs,
 			 const struct kxfer_job *uj);
 bool kxfer_rails_job_retry(struct kxfer_task *job);
+bool kxfer_rails_stripes(const struct kxfer_session *s,
+			 const struct kxfer_pool *pool,
+			 const struct kxfer_job *uj, u64 total);
+void kxfer_rails_stripe(struct kxfer_task *job);
 void kxfer_rails_job_free(struct kxfer_task *job);
 
 /* post.c */

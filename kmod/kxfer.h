@@ -764,6 +764,9 @@ struct kxfer_rails {
 	u32			r_rotor;
 	struct list_head	r_retry;
 	struct delayed_work	r_retry_work;
+	/* connector: striped jobs whose shares are to be made (rail.c) */
+	struct list_head	r_stripe;
+	atomic64_t		r_striped;	/* jobs striped over rails */
 	/* connector: fences asked of the acceptor (struct kxfer_rail_fence) */
 	struct list_head	r_fences;
 	/* connector: the last RAIL_NOTIFY number given */
@@ -903,6 +906,7 @@ struct kxfer_session {
 	atomic64_t		s_failovers;
 	atomic64_t		s_taken;
 	atomic64_t		s_fenced;	/* its failures the peer fenced */
+	atomic64_t		s_shares;	/* shares of striped jobs it took */
 	atomic64_t		s_notify_dups;	/* RAIL_NOTIFY seen before */
 	atomic_t		s_fence_reqs;	/* acceptor: RAIL_FENCEs at work */
 	u32			s_hello_rail;	/* acceptor: mo_rail */
@@ -1158,6 +1162,7 @@ extern unsigned int kxfer_max_segments;
 extern unsigned int kxfer_max_inflight;
 extern unsigned int kxfer_max_jobs_per_submit;
 extern unsigned int kxfer_stripe;
+extern unsigned int kxfer_rail_stripe;
 
 /**
  * struct kxfer_file - one open /dev/kxfer

@@ -47,6 +47,11 @@ module_param_named(stripe, kxfer_stripe, uint, 0444);
 MODULE_PARM_DESC(stripe,
 		 "Largest work request, and the unit striped over QPs (default 1 MiB)");
 
+unsigned int kxfer_rail_stripe = 4 << 20;
+module_param_named(rail_stripe, kxfer_rail_stripe, uint, 0644);
+MODULE_PARM_DESC(rail_stripe,
+		 "A WRITE or READ of at least this many bytes to a peer over rails is striped over its nearest rails; 0 never (default 4 MiB)");
+
 static int kxfer_qp_inflight_set(const char *val,
 				 const struct kernel_param *kp)
 {

@@ -1072,6 +1072,8 @@ static int kxfer_nl_put_rail(struct sk_buff *skb, struct kxfer_session *r)
 			      atomic64_read(&r->s_taken), KXFER_A_RAIL_PAD) ||
 	    nla_put_u64_64bit(skb, KXFER_A_RAIL_FENCED,
 			      atomic64_read(&r->s_fenced), KXFER_A_RAIL_PAD) ||
+	    nla_put_u64_64bit(skb, KXFER_A_RAIL_SHARES,
+			      atomic64_read(&r->s_shares), KXFER_A_RAIL_PAD) ||
 	    (r->s_join && r->s_ctrl_up &&
 	     nla_put_flag(skb, KXFER_A_RAIL_JOINED))) {
 		nla_nest_cancel(skb, nest);
@@ -1079,6 +1081,12 @@ static int kxfer_nl_put_rail(struct sk_buff *skb, struct kxfer_session *r)
 	}
 	nla_nest_end(skb, nest);
 	return 0;
+}
+
+/* The first rail of a connecting peer over rails: it shows the rest. */
+static bool kxfer_nl_rails_first(const struct kxfer_session *s)
+{
+	return s->s_rails && s->s_role == KXFER_PEER_CONNECTOR && !s->s_rail;
 }
 
 /*
@@ -1092,7 +1100,7 @@ static int kxfer_nl_put_rails(struct sk_buff *skb, struct kxfer_session *s)
 	unsigned int i, n;
 	int ret = 0;
 
-	if (s->s_role != KXFER_PEER_CONNECTOR || s->s_rail)
+	if (!kxfer_nl_rails_first(s))
 		return 0;
 	n = kxfer_rails_snapshot(s, rails);
 	for (i = 0; i < n; i++) {
@@ -1133,6 +1141,10 @@ static int kxfer_nl_fill_peer(struct sk_buff *skb, struct kxfer_session *s,
 			       atomic64_read(&s->s_failovers), KXFER_A_PEER_PAD) ||
 	     nla_put_u64_64bit(skb, KXFER_A_PEER_TAKEN,
 			       atomic64_read(&s->s_taken), KXFER_A_PEER_PAD) ||
+	     (kxfer_nl_rails_first(s) &&
+	      nla_put_u64_64bit(skb, KXFER_A_PEER_STRIPED,
+				atomic64_read(&s->s_rails->r_striped),
+				KXFER_A_PEER_PAD)) ||
 	     kxfer_nl_put_rails(skb, s)))
 		return -EMSGSIZE;
 	if (kxfer_nl_put_sockaddr(skb, KXFER_A_PEER_ADDR, KXFER_A_PEER_PORT,
@@ -1305,7 +1317,7 @@ static int kxfer_nl_peer_del_doit(struct sk_buff *skb, struct genl_info *info)
 #define KXFER_NL_PEER_RAIL_SIZE	(nla_total_size(0) + nla_total_size(16) + \
 				 2 * nla_total_size(64) + \
 				 5 * nla_total_size(sizeof(u32)) + \
-				 6 * nla_total_size_64bit(sizeof(u64)))
+				 7 * nla_total_size_64bit(sizeof(u64)))
 /* A reply larger than this leaves the export lists out (64 KiB). */
 #define KXFER_NL_PEER_MAX	(64 * 1024)
 

@@ -105,6 +105,31 @@ static bool kxfer_job_free_now(struct kxfer_task *job)
 	return true;
 }
 
+/* Free an ended job, now or by the free work. */
+static void kxfer_job_release(struct kxfer_task *job)
+{
+	if (!kxfer_job_free_now(job) &&
+	    llist_add(&job->j_free, &kxfer_job_free_list))
+		queue_work(kxfer_wq, &kxfer_job_free);
+}
+
+/*
+ * A share of a striped job ended, for good (rail.c failed it over as
+ * long as a rail was left): its error is the job's; the last share to
+ * end ends the job's data.
+ */
+static void kxfer_job_share_end(struct kxfer_task *job)
+{
+	struct kxfer_task *parent = job->j_parent;
+
+	if (job->j_status)
+		kxfer_job_set_error(parent, job->j_status, job->j_wc_status);
+	/* Its holds count until dropped: see kxfer_file_jobs_settle(). */
+	atomic_inc(&job->j_file->kf_freeing);
+	kxfer_job_release(job);
+	kxfer_job_batches_done(parent, 1);
+}
+
 static int kxfer_wc_errno(enum ib_wc_status st)
 {
 	switch (st) {
@@ -200,8 +225,15 @@ void kxfer_job_post(struct kxfer_task *job)
 	/* Its rail failed: another of the peer's rails takes it (rail.c). */
 	if (job->j_rails && kxfer_rails_job_retry(job))
 		return;
-	kxfer_job_count(job);
-	kxfer_job_lat(job);
+	/* A striped job counts in its shares, which count on their rails. */
+	if (!job->j_striped) {
+		kxfer_job_count(job);
+		kxfer_job_lat(job);
+	}
+	if (job->j_parent) {
+		kxfer_job_share_end(job);
+		return;
+	}
 	trace_job_complete(job->j_sess->s_id, job->j_user_data, job->j_status,
 			   job->j_wc_status, job->j_status ? 0 : job->j_bytes);
 	ev.status = job->j_status;
@@ -220,10 +252,7 @@ void kxfer_job_post(struct kxfer_task *job)
 	wake_up_interruptible(&kf->kf_wait);
 	if (pool)
 		kxfer_pool_job_end(pool);
-
-	if (!kxfer_job_free_now(job) &&
-	    llist_add(&job->j_free, &kxfer_job_free_list))
-		queue_work(kxfer_wq, &kxfer_job_free);
+	kxfer_job_release(job);
 }
 
 /*
@@ -251,6 +280,11 @@ static void kxfer_job_finish(struct kxfer_task *job)
 	}
 	if (!job->j_notify || job->j_status) {
 		kxfer_job_post(job);
+		return;
+	}
+	/* A striped job's shares all landed: notified on a rail up (rail.c). */
+	if (job->j_striped && !job->j_data_done) {
+		kxfer_rails_stripe(job);
 		return;
 	}
 	/* Posted again on another rail, it only notifies (rail.c). */
@@ -663,6 +697,15 @@ void kxfer_job_start(struct kxfer_task *job, struct kxfer_rexport *rx,
 	u32 i;
 
 	lockdep_assert_held(&job->j_sess->s_mutex);
+	/*
+	 * Striped over rails: rail.c makes and starts its shares, which
+	 * count in their rails' exports; the job itself in none (its rail's
+	 * teardown does not wait for it).
+	 */
+	if (job->j_striped && !job->j_stripe_started) {
+		kxfer_rails_stripe(job);
+		return;
+	}
 	atomic_inc(&rx->rx_jobs);
 	job->j_rx = rx;
 	kxfer_job_imm(job);

@@ -16,7 +16,10 @@
  * connection), which stands for the handshake and carries its result.
  *
  * Jobs: each goes to one rail, the one nearest its memory (rail_rank()),
- * or the one it names (KXFER_JOB_RAIL).  A WRITE or READ whose rail fails
+ * or the one it names (KXFER_JOB_RAIL); a WRITE or READ of rail_stripe
+ * bytes or more is striped over the nearest rails up, in a share each
+ * (kxfer_rails_stripe()), and ends and notifies once every share ended.
+ * A WRITE or READ (or a share) whose rail fails
  * before it completed is built again and posted on a rail that is up, as
  * often as rails fail under it, and ends (one event) only once it
  * completed or no rail is left; atomics are not posted twice.
@@ -105,6 +108,7 @@ struct kxfer_rails *kxfer_rails_alloc(enum kxfer_peer_role role,
 	refcount_set(&r->r_ref, 1);
 	INIT_LIST_HEAD(&r->r_node);
 	INIT_LIST_HEAD(&r->r_retry);
+	INIT_LIST_HEAD(&r->r_stripe);
 	spin_lock_init(&r->r_lock);
 	INIT_DELAYED_WORK(&r->r_retry_work, kxfer_rails_retry_work);
 	INIT_LIST_HEAD(&r->r_fences);
@@ -1304,6 +1308,9 @@ bool kxfer_rails_job_retry(struct kxfer_task *job)
 		return false;
 	if (!kxfer_rails_retryable(job))
 		return false;
+	/* Its shares failed over as long as they could: no more. */
+	if (job->j_stripe_started && !job->j_data_done)
+		return false;
 	atomic_inc(&kxfer_rails_held);
 	atomic64_inc(&job->j_sess->s_failovers);
 	if (!job->j_retry_since)
@@ -1318,12 +1325,13 @@ bool kxfer_rails_job_retry(struct kxfer_task *job)
 /*
  * Build @old again for rail @s and start it there; @old's holds (file,
  * pool, message, segments, gate count) move to the new job and @old is
- * freed.  Caller holds s_mutex.
+ * freed.  @old failed on another rail (@failover), or is the shell of
+ * a share of a striped job, made to be built here.  Caller holds s_mutex.
  *
  * Return: 0, or why @s cannot take it (then @old is untouched).
  */
 static int kxfer_rails_repost_on(struct kxfer_session *s,
-				 struct kxfer_task *old)
+				 struct kxfer_task *old, bool failover)
 {
 	struct kxfer_task *job;
 	struct kxfer_rexport *rx;
@@ -1373,7 +1381,11 @@ static int kxfer_rails_repost_on(struct kxfer_session *s,
 	job->j_notify_seq = old->j_notify_seq;
 	job->j_data_done = old->j_data_done;
 	job->j_retry_since = old->j_retry_since;
-	job->j_retries = old->j_retries + 1;
+	job->j_retries = old->j_retries + failover;
+	job->j_parent = old->j_parent;
+	/* Once its shares ended, a striped job only notifies. */
+	job->j_striped = old->j_striped && old->j_data_done;
+	job->j_stripe_started = job->j_striped;
 	job->j_local_retried = old->j_local_retried ||
 			       old->j_wc_status == IB_WC_LOC_QP_OP_ERR;
 	job->j_notify = old->j_notify;
@@ -1388,11 +1400,17 @@ static int kxfer_rails_repost_on(struct kxfer_session *s,
 	job->j_sess = s;
 	job->j_conn_gen = s->s_conn_gen;
 
-	atomic64_inc(&s->s_taken);
-	atomic64_inc(&s->s_stats.jobs);
-	atomic64_add(job->j_bytes, &s->s_stats.bytes);
-	atomic64_add(job->j_nsegs, &s->s_stats.segs);
-	atomic64_add(nwr, &s->s_stats.wrs);
+	if (failover)
+		atomic64_inc(&s->s_taken);
+	else if (job->j_parent)
+		atomic64_inc(&s->s_shares);
+	/* A striped job's notification: its shares counted. */
+	if (!job->j_striped) {
+		atomic64_inc(&s->s_stats.jobs);
+		atomic64_add(job->j_bytes, &s->s_stats.bytes);
+		atomic64_add(job->j_nsegs, &s->s_stats.segs);
+		atomic64_add(nwr, &s->s_stats.wrs);
+	}
 	kxfer_job_start(job, rx, NULL);
 
 	/* Only the shell of @old is left: its rail's reference. */
@@ -1401,22 +1419,31 @@ static int kxfer_rails_repost_on(struct kxfer_session *s,
 	return 0;
 }
 
-/* Post a failed job on the nearest rail that takes it, or end it. */
-static void kxfer_rails_repost(struct kxfer_rails *r, struct kxfer_task *old)
+/*
+ * Post a job on rail @want (< 0: none), or the nearest rail that takes
+ * it, or end it: a failed job (@failover), a share's shell or a striped
+ * job's notification.  May sleep.
+ */
+static void kxfer_rails_repost(struct kxfer_rails *r, struct kxfer_task *old,
+			       int want, bool failover)
 {
 	struct kxfer_session *s;
 	unsigned long tried = 0;
-	int ret;
+	int ret = -ENOTCONN;
 
-	while ((s = kxfer_rails_pick(r, old->j_pool, -1, &tried))) {
+	while ((s = kxfer_rails_pick(r, old->j_pool, want, &tried))) {
 		mutex_lock(&s->s_mutex);
-		ret = kxfer_rails_repost_on(s, old);
+		ret = kxfer_rails_repost_on(s, old, failover);
 		mutex_unlock(&s->s_mutex);
 		kxfer_session_put(s);
 		if (!ret)
 			return;
 	}
-	/* No rail is left: it ends with the error its rail gave it. */
+	/*
+	 * No rail is left: it ends with the error its rail gave it (a
+	 * share's shell, with why the last rail tried could not take it).
+	 */
+	kxfer_job_set_error(old, ret, IB_WC_WR_FLUSH_ERR);
 	old->j_retries = KXFER_RAIL_RETRIES;
 	kxfer_job_post(old);
 }
@@ -1523,6 +1550,237 @@ static void kxfer_rails_fence_ask(struct kxfer_rails *r)
 	}
 }
 
+/* ---------------------------------------------------------------------- */
+/* Striping                                                                */
+/* ---------------------------------------------------------------------- */
+
+/* The rails up nearest a pool's memory (kxfer_rail_rank()): a mask. */
+static unsigned long kxfer_rails_nearest(struct kxfer_rails *r,
+					 const struct kxfer_pool *pool)
+{
+	int node = kxfer_pool_node(pool), best = -1;
+	unsigned long flags, mask = 0;
+	unsigned int i;
+
+	spin_lock_irqsave(&r->r_lock, flags);
+	for (i = 0; i < r->r_nrails; i++) {
+		int rank;
+
+		if (!kxfer_rail_up(r, i))
+			continue;
+		rank = kxfer_rail_rank(r->r_sess[i], pool, node);
+		if (rank > best) {
+			best = rank;
+			mask = 0;
+		}
+		if (rank == best)
+			mask |= BIT(i);
+	}
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	return mask;
+}
+
+/**
+ * kxfer_rails_stripes - is a job striped over its peer's rails?
+ * @s: the rail it was routed to
+ * @pool: its local memory
+ * @uj: the job
+ * @total: its bytes
+ *
+ * A WRITE or READ of kxfer_rail_stripe bytes or more to a connecting
+ * peer, that names no rail, when more than one rail nearest its memory
+ * is up.  Any context.
+ */
+bool kxfer_rails_stripes(const struct kxfer_session *s,
+			 const struct kxfer_pool *pool,
+			 const struct kxfer_job *uj, u64 total)
+{
+	unsigned int min = READ_ONCE(kxfer_rail_stripe);
+
+	if (!kxfer_rails_connector(s) || !min || total < min ||
+	    (uj->flags & KXFER_JOB_RAIL) ||
+	    (uj->op != KXFER_OP_WRITE && uj->op != KXFER_OP_READ))
+		return false;
+	return hweight_long(kxfer_rails_nearest(s->s_rails, pool)) > 1;
+}
+
+/**
+ * kxfer_rails_stripe - a striped job is started, or its data landed
+ * @job: the job; started, it holds no remote export
+ *
+ * The retry work makes its shares, or, once they all ended, sends its
+ * notification on a rail that is up: it locks one rail at a time, where
+ * the caller may hold one.  Any context.
+ */
+void kxfer_rails_stripe(struct kxfer_task *job)
+{
+	struct kxfer_rails *r = job->j_rails;
+	unsigned long flags;
+
+	if (job->j_stripe_started)
+		job->j_data_done = true;
+	job->j_stripe_started = true;
+	atomic_inc(&kxfer_rails_held);
+	spin_lock_irqsave(&r->r_lock, flags);
+	list_add_tail(&job->j_retry_node, &r->r_stripe);
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	kxfer_rails_retry_kick(r, 0);
+}
+
+/* Where the next share's segments start: a segment, and bytes into it. */
+struct kxfer_seg_pos {
+	u32	sp_seg;
+	u64	sp_off;
+};
+
+/*
+ * The next @bytes of @nsegs segments from @pos, cut where they end: into
+ * @out, moving @pos past them, or, with @out %NULL, only counted.
+ *
+ * Return: how many segments.
+ */
+static u32 kxfer_segs_take(const struct kxfer_plan_seg *segs, u32 nsegs,
+			   struct kxfer_seg_pos *pos, u64 bytes,
+			   struct kxfer_plan_seg *out)
+{
+	struct kxfer_seg_pos p = *pos;
+	u32 n = 0;
+
+	while (bytes && p.sp_seg < nsegs) {
+		const struct kxfer_plan_seg *sg = &segs[p.sp_seg];
+		u64 len = min(sg->len - p.sp_off, bytes);
+
+		if (len) {
+			if (out) {
+				out[n].local_off = sg->local_off + p.sp_off;
+				out[n].remote_off = sg->remote_off + p.sp_off;
+				out[n].len = len;
+			}
+			n++;
+			bytes -= len;
+			p.sp_off += len;
+		}
+		if (p.sp_off == sg->len) {
+			p.sp_seg++;
+			p.sp_off = 0;
+		}
+	}
+	if (out)
+		*pos = p;
+	return n;
+}
+
+/*
+ * The share of @job of @bytes from @pos, for rail @want: a shell that
+ * kxfer_rails_repost() builds there, or on the nearest rail that takes
+ * it; with no rail left it ends, with an error for @job.  May sleep.
+ *
+ * Return: 0, or %-ENOMEM with nothing made.
+ */
+static int kxfer_rails_share(struct kxfer_rails *r, struct kxfer_task *job,
+			     struct kxfer_seg_pos *pos, u64 bytes, int want)
+{
+	u32 n = kxfer_segs_take(job->j_segs, job->j_nsegs, pos, bytes, NULL);
+	struct kxfer_task *sh;
+
+	sh = kvzalloc(sizeof(*sh), GFP_KERNEL);
+	if (!sh)
+		return -ENOMEM;
+	sh->j_segs = kvmalloc_array(n, sizeof(*sh->j_segs), GFP_KERNEL);
+	if (!sh->j_segs) {
+		kvfree(sh);
+		return -ENOMEM;
+	}
+	sh->j_nsegs = kxfer_segs_take(job->j_segs, job->j_nsegs, pos, bytes,
+				      sh->j_segs);
+	INIT_LIST_HEAD(&sh->j_notify_node);
+	INIT_LIST_HEAD(&sh->j_held_node);
+	INIT_LIST_HEAD(&sh->j_retry_node);
+	sh->j_parent = job;
+	kref_get(&job->j_file->kf_ref);
+	sh->j_file = job->j_file;
+	if (job->j_pool)
+		kref_get(&job->j_pool->kp_ref);
+	sh->j_pool = job->j_pool;
+	refcount_inc(&r->r_ref);
+	sh->j_rails = r;
+	sh->j_epoch = job->j_epoch;
+	sh->j_op = job->j_op;
+	sh->j_rgen = job->j_rgen;
+	memcpy(sh->j_rname, job->j_rname, sizeof(sh->j_rname));
+	sh->j_user_data = job->j_user_data;
+	sh->j_submit_ns = job->j_submit_ns;
+	sh->j_bytes = bytes;
+	kxfer_session_get(job->j_sess);
+	sh->j_sess = job->j_sess;
+	/* It counts in the job until it ended (kxfer_job_share_end()). */
+	atomic_inc(&job->j_left);
+	kxfer_rails_repost(r, sh, want, false);
+	return 0;
+}
+
+/*
+ * A share for each rail nearest the job's memory that is up, of whole
+ * stripes (kxfer_stripe bytes, a WR's most: no more WRs than the job
+ * whole), or whole pages for a job of fewer stripes than rails; the
+ * last share the rest.  The job's data ends once every share ended.
+ * May sleep.
+ */
+static void kxfer_rails_stripe_start(struct kxfer_rails *r,
+				     struct kxfer_task *job)
+{
+	unsigned long rails = kxfer_rails_nearest(r, job->j_pool);
+	unsigned int n = hweight_long(rails), i;
+	struct kxfer_seg_pos pos = {};
+	u64 left = job->j_bytes, share, unit;
+	int ret;
+
+	/* Until every share is made: one that ends at once must not end it. */
+	atomic_inc(&job->j_left);
+	if (!n) {
+		kxfer_job_set_error(job, -ENOTCONN, IB_WC_WR_FLUSH_ERR);
+		goto out;
+	}
+	/* Of whole pages when that leaves a rail without one. */
+	unit = left >= (u64)n * kxfer_stripe ? kxfer_stripe : PAGE_SIZE;
+	share = round_up(div_u64(left + n - 1, n), unit);
+	for_each_set_bit(i, &rails, KXFER_RAIL_SLOTS) {
+		u64 bytes = min(share, left);
+
+		if (!bytes)
+			break;
+		ret = kxfer_rails_share(r, job, &pos, bytes, i);
+		if (ret) {
+			kxfer_job_set_error(job, ret, 0);
+			break;
+		}
+		left -= bytes;
+	}
+out:
+	kxfer_job_batches_done(job, 1);
+}
+
+/* The striped jobs queued: their shares made, or their notification sent. */
+static void kxfer_rails_stripes_start(struct kxfer_rails *r)
+{
+	struct kxfer_task *job, *tmp;
+	unsigned long flags;
+	LIST_HEAD(list);
+
+	spin_lock_irqsave(&r->r_lock, flags);
+	list_splice_init(&r->r_stripe, &list);
+	spin_unlock_irqrestore(&r->r_lock, flags);
+	list_for_each_entry_safe(job, tmp, &list, j_retry_node) {
+		list_del_init(&job->j_retry_node);
+		if (job->j_data_done)
+			kxfer_rails_repost(r, job, -1, false);
+		else
+			kxfer_rails_stripe_start(r, job);
+		if (atomic_dec_and_test(&kxfer_rails_held))
+			wake_up_var(&kxfer_rails_held);
+	}
+}
+
 /*
  * Jobs whose rail failed are posted again once the acceptor fenced the
  * connection they failed on: none of its packets still on the way can
@@ -1541,6 +1799,7 @@ static void kxfer_rails_retry_work(struct work_struct *work)
 	LIST_HEAD(list);
 	bool empty;
 
+	kxfer_rails_stripes_start(r);
 	spin_lock_irqsave(&r->r_lock, flags);
 	list_splice_init(&r->r_retry, &list);
 	spin_unlock_irqrestore(&r->r_lock, flags);
@@ -1554,7 +1813,7 @@ static void kxfer_rails_retry_work(struct work_struct *work)
 		} else if (kxfer_rails_fenced(r, job) > 0 ||
 			   !kxfer_rails_any_up(r)) {
 			/* With no rail up, it ends now (kxfer_rails_repost()). */
-			kxfer_rails_repost(r, job);
+			kxfer_rails_repost(r, job, -1, true);
 		} else {
 			list_add_tail(&job->j_retry_node, &held);
 			continue;

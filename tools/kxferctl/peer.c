@@ -58,6 +58,7 @@ static const char *const peer_attr_names[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_RAILS]		= "rails",
 	[KXFER_A_PEER_FAILOVERS]	= "failovers",
 	[KXFER_A_PEER_TAKEN]		= "taken",
+	[KXFER_A_PEER_STRIPED]		= "striped",
 };
 
 static const struct kx_attr_set peer_set = {
@@ -108,6 +109,7 @@ static const struct nla_policy peer_policy[KXFER_A_PEER_MAX + 1] = {
 	[KXFER_A_PEER_RAILS]		= { .type = NLA_NESTED },
 	[KXFER_A_PEER_FAILOVERS]	= { .type = NLA_U64 },
 	[KXFER_A_PEER_TAKEN]		= { .type = NLA_U64 },
+	[KXFER_A_PEER_STRIPED]		= { .type = NLA_U64 },
 };
 
 static const struct nla_policy rail_policy[KXFER_A_RAIL_MAX + 1] = {
@@ -124,6 +126,7 @@ static const struct nla_policy rail_policy[KXFER_A_RAIL_MAX + 1] = {
 	[KXFER_A_RAIL_FAILOVERS]	= { .type = NLA_U64 },
 	[KXFER_A_RAIL_TAKEN]		= { .type = NLA_U64 },
 	[KXFER_A_RAIL_FENCED]		= { .type = NLA_U64 },
+	[KXFER_A_RAIL_SHARES]		= { .type = NLA_U64 },
 	[KXFER_A_RAIL_JOINED]		= { .type = NLA_FLAG },
 };
 
@@ -308,6 +311,8 @@ static int rail_print(struct nlattr *nest)
 		out_u64("taken", nla_get_u64(tb[KXFER_A_RAIL_TAKEN]));
 	if (tb[KXFER_A_RAIL_FENCED])
 		out_u64("fenced", nla_get_u64(tb[KXFER_A_RAIL_FENCED]));
+	if (tb[KXFER_A_RAIL_SHARES])
+		out_u64("shares", nla_get_u64(tb[KXFER_A_RAIL_SHARES]));
 	if (tb[KXFER_A_RAIL_RECONNECTS])
 		out_u64("reconnects", nla_get_u32(tb[KXFER_A_RAIL_RECONNECTS]));
 	/* up: whether its connection joined the session or made it */
@@ -526,6 +531,8 @@ int peer_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 		out_u64("failovers", nla_get_u64(tb[KXFER_A_PEER_FAILOVERS]));
 	if (tb[KXFER_A_PEER_TAKEN])
 		out_u64("taken", nla_get_u64(tb[KXFER_A_PEER_TAKEN]));
+	if (tb[KXFER_A_PEER_STRIPED])
+		out_u64("striped", nla_get_u64(tb[KXFER_A_PEER_STRIPED]));
 	peer_error_print(tb);
 
 	/* last: in text each QP and export is a continuation line */

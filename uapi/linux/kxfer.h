@@ -1178,6 +1178,8 @@ enum {
 	KXFER_A_PEER_FAILOVERS,
 	/* u64: jobs this session took from a failed rail */
 	KXFER_A_PEER_TAKEN,
+	/* u64: of a connecting peer over rails, jobs striped over its rails */
+	KXFER_A_PEER_STRIPED,
 
 	__KXFER_A_PEER_MAX,
 	KXFER_A_PEER_MAX = __KXFER_A_PEER_MAX - 1
@@ -1203,6 +1205,7 @@ enum {
 	KXFER_A_RAIL_PAD,
 	KXFER_A_RAIL_JOINED,		/* flag: this connection joined the session */
 	KXFER_A_RAIL_FENCED,		/* u64, its failures the peer fenced */
+	KXFER_A_RAIL_SHARES,		/* u64, shares of striped jobs it took */
 
 	__KXFER_A_RAIL_MAX,
 	KXFER_A_RAIL_MAX = __KXFER_A_RAIL_MAX - 1
