@@ -568,15 +568,23 @@ static void kxfer_auth_count_failure(struct kxfer_session *s, const char *why)
 	}
 }
 
-/*
- * End the session for a failed handshake.  With @reason, and a peer that
- * speaks the handshake, tell it why first and let it hang up (it counts
- * and says why when it reads the message), or end the session after
- * KXFER_AUTH_LAST_WORDS_MS (kxfer_auth_expired()); nothing the peer sends
- * meanwhile is looked at.
+/**
+ * kxfer_auth_refuse - end the session for a failed handshake or join
+ * @s: the session
+ * @reason: KXFER_AUTH_FAIL_*, or 0 to tell the peer nothing; for a
+ *	rail's join (rail.c) KXFER_AUTH_FAIL_JOIN (no such session, or a
+ *	wrong proof: the connector starts a new one) or
+ *	KXFER_AUTH_FAIL_JOIN_REFUSED (the session is there but takes no
+ *	such rail now: it keeps its token)
+ * @why: the reason, logged and kept
+ *
+ * With @reason, and a peer that speaks the handshake, tell it why first
+ * and let it hang up (it counts and says why when it reads the message),
+ * or end the session after KXFER_AUTH_LAST_WORDS_MS
+ * (kxfer_auth_expired()); nothing the peer sends meanwhile is looked at.
+ * Caller holds s_mutex.
  */
-static void kxfer_auth_refuse(struct kxfer_session *s, u32 reason,
-			      const char *why)
+void kxfer_auth_refuse(struct kxfer_session *s, u32 reason, const char *why)
 {
 	struct kxfer_sess_auth *a = &s->s_auth;
 	struct kxfer_msg_auth_fail af = {};
@@ -1202,23 +1210,6 @@ void kxfer_auth_join_ok(struct kxfer_session *s, enum kxfer_peer_auth result,
 		a->sa_replied = true;
 		set_bit(KXFER_SE_SUPERSEDE, &s->s_events);
 	}
-}
-
-/**
- * kxfer_auth_fail_join - a rail's join failed here (rail.c)
- * @s: the session
- * @reason: KXFER_AUTH_FAIL_JOIN (no such session, or a wrong proof: the
- *	connector starts a new one) or KXFER_AUTH_FAIL_JOIN_REFUSED (the
- *	session is there but takes no such rail now: it keeps its token)
- * @why: the reason, logged and kept
- *
- * The peer is told and the session ends, as for a handshake that fails.
- * Caller holds s_mutex.
- */
-void kxfer_auth_fail_join(struct kxfer_session *s, u32 reason,
-			  const char *why)
-{
-	kxfer_auth_refuse(s, reason, why);
 }
 
 /**

@@ -1150,8 +1150,7 @@ void kxfer_auth_reset(struct kxfer_session *s);
 void kxfer_auth_join_wait(struct kxfer_session *s);
 void kxfer_auth_join_ok(struct kxfer_session *s, enum kxfer_peer_auth result,
 			bool named);
-void kxfer_auth_fail_join(struct kxfer_session *s, u32 reason,
-			  const char *why);
+void kxfer_auth_refuse(struct kxfer_session *s, u32 reason, const char *why);
 void kxfer_auth_release(struct kxfer_session *s);
 
 /* ---------------------------------------------------------------------- */

@@ -591,8 +591,8 @@ static int kxfer_rails_join(struct kxfer_session *s,
 	}
 	r = kxfer_rails_find(group, s->s_remote_node, token);
 	if (!r) {
-		kxfer_auth_fail_join(s, KXFER_AUTH_FAIL_JOIN,
-				     "rail join: no such session here");
+		kxfer_auth_refuse(s, KXFER_AUTH_FAIL_JOIN,
+				  "rail join: no such session here");
 		return 0;
 	}
 	memcpy(s->s_auth.sa_peer_nonce, rj->rj_nonce,
@@ -602,8 +602,8 @@ static int kxfer_rails_join(struct kxfer_session *s,
 	if (!ret && crypto_memneq(mac, rj->rj_mac, sizeof(mac))) {
 		memzero_explicit(token, sizeof(token));
 		kxfer_rails_put(r);
-		kxfer_auth_fail_join(s, KXFER_AUTH_FAIL_JOIN,
-				     "rail join: the proof does not match the session's token");
+		kxfer_auth_refuse(s, KXFER_AUTH_FAIL_JOIN,
+				  "rail join: the proof does not match the session's token");
 		return 0;
 	}
 	if (!ret)
@@ -619,15 +619,15 @@ static int kxfer_rails_join(struct kxfer_session *s,
 	if (s->s_auth.sa_required && r->r_auth != KXFER_PEER_AUTH_OK &&
 	    r->r_auth != KXFER_PEER_AUTH_SHARED) {
 		kxfer_rails_put(r);
-		kxfer_auth_fail_join(s, KXFER_AUTH_FAIL_JOIN_REFUSED,
-				     "rail join: the listener requires authentication");
+		kxfer_auth_refuse(s, KXFER_AUTH_FAIL_JOIN_REFUSED,
+				  "rail join: the listener requires authentication");
 		return 0;
 	}
 	s->s_rail = rail;
 	if (kxfer_rails_take_slot(r, s, rail)) {
 		kxfer_rails_put(r);
-		kxfer_auth_fail_join(s, KXFER_AUTH_FAIL_JOIN_REFUSED,
-				     "rail join: the session has too many rails");
+		kxfer_auth_refuse(s, KXFER_AUTH_FAIL_JOIN_REFUSED,
+				  "rail join: the session has too many rails");
 		return 0;
 	}
 	s->s_rails = r;
@@ -669,8 +669,8 @@ static int kxfer_rails_joined(struct kxfer_session *s,
 		return ret;
 	}
 	if (crypto_memneq(mac, rd->rd_mac, sizeof(mac))) {
-		kxfer_auth_fail_join(s, KXFER_AUTH_FAIL_JOIN,
-				     "rail join: the peer's proof does not match");
+		kxfer_auth_refuse(s, KXFER_AUTH_FAIL_JOIN,
+				  "rail join: the peer's proof does not match");
 		return 0;
 	}
 	spin_lock_irqsave(&r->r_lock, flags);
