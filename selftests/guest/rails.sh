@@ -104,6 +104,57 @@ t_rails_spread() {
 	barrier rails-spread 120
 }
 
+# rail_stripe MIB: stripe jobs of MIB MiB or more (0: none)
+rail_stripe() {
+	echo "$(($1 << 20))" >/sys/module/kxfer/parameters/rail_stripe
+}
+
+# rail_shares PEER: each rail's shares of striped jobs, in rail order
+rail_shares() {
+	peer_json "$1" | jq -c '[.[0].rails | sort_by(.index)[] | .shares]'
+}
+
+# Striping: with rail_stripe at 1 MiB, b's WRITEs of 1 MiB or more go in
+# a share per rail (both equally near), smaller ones whole to one; the
+# data is right (xfer random reads the export back), the peer counts
+# them striped and each rail one share of each.  Then NOTIFY jobs of 2 MiB,
+# striped: a checks, the moment each notification arrives, that all of
+# its job's data is there, on both rails' shares.
+t_rails_stripe() {
+	local st0 sh0 rc=0 pid
+
+	if on_a; then
+		xfer notify-recv -o 0 -n 12 -l 2M -t 300 kvn kvn \
+			>/tmp/rs-recv 2>&1 &
+		pid=$!
+		busywait 10000 grep -q '^subscribed' /tmp/rs-recv
+		barrier rs-sub 120
+		wait "$pid" || rc=$?
+		cat /tmp/rs-recv
+		barrier rs-done 300
+		return "$rc"
+	fi
+	defer barrier rs-done 300
+	defer rail_stripe 4
+	rail_stripe 1
+	busywait 90000 rail_state pr 1 up
+	st0=$(peer_json pr | jq '.[0].striped')
+	sh0=$(rail_shares pr)
+	xfer random pr kvr local -s 41 -n 120 -m 6 -l 1M -b 4 -t 300
+	kxferctl peer show pr
+	echo "striped: $st0 -> $(peer_json pr | jq '.[0].striped')," \
+		"shares: $sh0 -> $(rail_shares pr)"
+	[ "$(peer_json pr | jq '.[0].striped')" -gt "$st0" ]
+	# a share on each rail for every job striped
+	jq -n -e --argjson a "$sh0" --argjson b "$(rail_shares pr)" \
+		--argjson d "$(($(peer_json pr | jq '.[0].striped') - st0))" \
+		'$b[0] - $a[0] == $d and $b[1] - $a[1] == $d' >/dev/null
+	st0=$(peer_json pr | jq '.[0].striped')
+	barrier rs-sub 120
+	xfer notify-send -n 12 -l 2M -k 8 -w 4 -t 300 pr kvn localn
+	[ "$(peer_json pr | jq '.[0].striped')" -ge "$((st0 + 12))" ]
+}
+
 # rxe1_lose HOW: this guest loses rail 1's link for 3 s.  HOW delete:
 # the rxe device goes (rdma link delete) and is made again; flap: its
 # netdev goes down and up (ip link set), the device stays.
@@ -149,6 +200,21 @@ rail1_bounce() {
 	echo "round $1: rail 1 up again after $(($(now_ms) - t0)) ms"
 }
 
+# random_rounds STOP BASE ARG...: rounds of a verified random WRITE stream
+# to pr's kvr (xfer random ARG..., seed BASE + the round) until file STOP
+# exists; the rounds' count, or the round that failed
+random_rounds() {
+	local stop=$1 base=$2 n=0
+
+	shift 2
+	while [ ! -e "$stop" ]; do
+		n=$((n + 1))
+		xfer random pr kvr local -s "$((base + n))" "$@" -t 300 -q ||
+			{ echo "round $n failed"; return 1; }
+	done
+	echo "rounds: $n"
+}
+
 # A verified stream of WRITEs (xfer random: every job's event checked,
 # the export read back and compared, no stray event) in rounds while b's
 # rxe1 goes and comes back three times.
@@ -167,15 +233,8 @@ t_rails_failover() {
 	defer kill $!
 	f0=$(rail_sum pr failovers)
 	rm -f /tmp/rails-stop
-	(
-		n=0
-		while [ ! -e /tmp/rails-stop ]; do
-			n=$((n + 1))
-			xfer random pr kvr local -s "$n" -n 2000 -m 4 -l 16K \
-				-b 32 -t 300 -q || { echo "round $n failed"; exit 1; }
-		done
-		echo "rounds: $n"
-	) >/tmp/rails-stream 2>&1 &
+	random_rounds /tmp/rails-stop 0 -n 2000 -m 4 -l 16K -b 32 \
+		>/tmp/rails-stream 2>&1 &
 	local stream=$!
 	for i in 1 2 3; do
 		sleep 3
@@ -200,6 +259,45 @@ t_rails_failover() {
 	echo "monitor, rail 1: $(tr '\n' ' ' </tmp/rails-mon-states)"
 	[ "$(grep -cx down /tmp/rails-mon-states)" -ge 3 ]
 	[ "$(grep -cx up /tmp/rails-mon-states)" -ge 3 ]
+}
+
+# Striped jobs through failover: a verified stream of WRITEs of 1 MiB and
+# more, each striped (rail_stripe at 1 MiB), in rounds while b's rxe1 is
+# deleted and comes back twice: shares of a failed rail are posted again
+# on the other, no job fails or completes twice, every byte reads back
+# as written.
+t_rails_stripe_failover() {
+	local i rc=0 f0 st0
+
+	if on_a; then
+		barrier rsf-done 600
+		return 0
+	fi
+	defer barrier rsf-done 600
+	defer _readd_rxe1
+	defer rail_stripe 4
+	rail_stripe 1
+	busywait 90000 rail_state pr 1 up
+	f0=$(rail_sum pr failovers)
+	st0=$(peer_json pr | jq '.[0].striped')
+	rm -f /tmp/rsf-stop
+	random_rounds /tmp/rsf-stop 200 -n 60 -m 6 -l 1M -b 4 \
+		>/tmp/rsf-stream 2>&1 &
+	local stream=$!
+	for i in 1 2; do
+		sleep 3
+		kill -0 "$stream"
+		rail1_bounce "stripe-$i"
+	done
+	sleep 2
+	touch /tmp/rsf-stop
+	wait "$stream" || rc=$?
+	cat /tmp/rsf-stream
+	kxferctl peer show pr
+	echo "striped: $st0 -> $(peer_json pr | jq '.[0].striped')," \
+		"failovers: $f0 -> $(rail_sum pr failovers)"
+	[ "$rc" = 0 ]
+	[ "$(peer_json pr | jq '.[0].striped')" -gt "$st0" ]
 }
 
 # rail1_fenced: rail 1 of pr has been fenced at least once
@@ -346,16 +444,8 @@ t_rails_failover_a() {
 	fi
 	defer barrier ra-done 600
 	rm -f /tmp/ra-stop
-	(
-		n=0
-		while [ ! -e /tmp/ra-stop ]; do
-			n=$((n + 1))
-			xfer random pr kvr local -s "$((n + 100))" -n 2000 -m 4 \
-				-l 16K -b 32 -t 300 -q ||
-				{ echo "round $n failed"; exit 1; }
-		done
-		echo "rounds: $n"
-	) >/tmp/ra-stream 2>&1 &
+	random_rounds /tmp/ra-stop 100 -n 2000 -m 4 -l 16K -b 32 \
+		>/tmp/ra-stream 2>&1 &
 	local stream=$!
 	barrier ra-go
 	barrier ra-readded 120
@@ -396,6 +486,7 @@ KXFER_BARRIER_TIMEOUT=60
 ktest2 rails_setup t_rails_setup
 ktest2 rails_up t_rails_up
 ktest2 rails_spread t_rails_spread
+KTEST_TIMEOUT=600 ktest2 rails_stripe t_rails_stripe
 if [ -n "${KXFER_RAILS_SMOKE:-}" ]; then
 	# make check's: one round of notifications through a's rail loss
 	KXFER_RAILS_SIDES=a KXFER_RAILS_ROUNDS=1 KTEST_TIMEOUT=600 \
@@ -405,6 +496,7 @@ if [ -n "${KXFER_RAILS_SMOKE:-}" ]; then
 		ktest2 rails_notify_flap t_rails_notify_flap
 else
 	KTEST_TIMEOUT=900 ktest2 rails_failover t_rails_failover
+	KTEST_TIMEOUT=900 ktest2 rails_stripe_failover t_rails_stripe_failover
 	KTEST_TIMEOUT=900 ktest2 rails_notify t_rails_notify
 	KTEST_TIMEOUT=900 ktest2 rails_failover_a t_rails_failover_a
 	KTEST_TIMEOUT=1200 ktest2 rails_notify_failover t_rails_notify_failover
