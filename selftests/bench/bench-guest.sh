@@ -452,7 +452,7 @@ connect_group() {
 # The rails group: r1 over rxe0 alone, r2 over rxe0 and rxe1, 1 QP per
 # rail on both, the same kxfer-bench arguments on both
 ADDR2=${KXFER_SELF_ADDR2:-}
-RAIL_WORKS="bw_1M kv_paged push"
+RAIL_WORKS="bw_1M bw_4M bw_4M_q1 kv_paged push"
 
 # rails_up: both of r2's rails up, the export learned on both peers
 rails_up() {
@@ -476,6 +476,9 @@ rails_setup() {
 rails_args() {
 	case $1 in
 	bw_1M) KX=(-p "$2" -o write -s 1M -q 16 -b 4 bw) ;;
+	# striped over r2's rails (rail_stripe, 4 MiB): four, then one, at once
+	bw_4M) KX=(-p "$2" -o write -s 4M -q 4 -b 1 bw) ;;
+	bw_4M_q1) KX=(-p "$2" -o write -s 4M -q 1 -b 1 bw) ;;
 	kv_paged) KX=(-p "$2" -k p16-scattered-kv-apart kv) ;;
 	push) KX=(-p "$2" -t 2 push) ;;
 	esac
