@@ -1043,8 +1043,13 @@ static int kxfer_nl_put_peer_exports(struct sk_buff *skb,
 	return 0;
 }
 
-/* One rail of a connecting peer; caller holds its s_mutex. */
-static int kxfer_nl_put_rail(struct sk_buff *skb, struct kxfer_session *r)
+/*
+ * One rail of a connecting peer.  With @locked (its s_mutex held), all
+ * of it; without, what may be read while it changes: no device, no
+ * error string.
+ */
+static int kxfer_nl_put_rail(struct sk_buff *skb, struct kxfer_session *r,
+			     bool locked)
 {
 	const struct kxfer_sess_stats *st = &r->s_stats;
 	struct nlattr *nest;
@@ -1054,12 +1059,14 @@ static int kxfer_nl_put_rail(struct sk_buff *skb, struct kxfer_session *r)
 	    nla_put_u32(skb, KXFER_A_RAIL_INDEX, r->s_rail) ||
 	    kxfer_nl_put_sockaddr(skb, KXFER_A_RAIL_ADDR, KXFER_A_RAIL_PORT,
 				  &r->s_dst) ||
-	    nla_put_u32(skb, KXFER_A_RAIL_STATE, r->s_state) ||
-	    (r->s_dev && nla_put_string(skb, KXFER_A_RAIL_DEV,
-					dev_name(&r->s_dev->kd_ibdev->dev))) ||
-	    (r->s_last_error[0] &&
+	    nla_put_u32(skb, KXFER_A_RAIL_STATE, READ_ONCE(r->s_state)) ||
+	    (locked && r->s_dev &&
+	     nla_put_string(skb, KXFER_A_RAIL_DEV,
+			    dev_name(&r->s_dev->kd_ibdev->dev))) ||
+	    (locked && r->s_last_error[0] &&
 	     nla_put_string(skb, KXFER_A_RAIL_LAST_ERROR, r->s_last_error)) ||
-	    nla_put_u32(skb, KXFER_A_RAIL_RECONNECTS, r->s_reconnects) ||
+	    nla_put_u32(skb, KXFER_A_RAIL_RECONNECTS,
+			READ_ONCE(r->s_reconnects)) ||
 	    nla_put_u64_64bit(skb, KXFER_A_RAIL_JOBS, atomic64_read(&st->jobs),
 			      KXFER_A_RAIL_PAD) ||
 	    nla_put_u64_64bit(skb, KXFER_A_RAIL_BYTES,
@@ -1074,7 +1081,7 @@ static int kxfer_nl_put_rail(struct sk_buff *skb, struct kxfer_session *r)
 			      atomic64_read(&r->s_fenced), KXFER_A_RAIL_PAD) ||
 	    nla_put_u64_64bit(skb, KXFER_A_RAIL_SHARES,
 			      atomic64_read(&r->s_shares), KXFER_A_RAIL_PAD) ||
-	    (r->s_join && r->s_ctrl_up &&
+	    (READ_ONCE(r->s_join) && READ_ONCE(r->s_ctrl_up) &&
 	     nla_put_flag(skb, KXFER_A_RAIL_JOINED))) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
@@ -1090,14 +1097,38 @@ static bool kxfer_nl_rails_first(const struct kxfer_session *s)
 }
 
 /*
+ * Another rail's s_mutex, while the first rail's is held: tried for
+ * KXFER_NL_RAIL_WAIT_MS, not waited for.  A rail whose teardown is slow
+ * (a device waiting for its work requests' buffers: rxe's QP destroy
+ * waits up to 50 s for packets a downed netdev holds) must not hold up
+ * the first rail's own work, keepalives included, behind a peer show.
+ */
+#define KXFER_NL_RAIL_WAIT_MS	200
+
+static bool kxfer_nl_rail_trylock(struct kxfer_session *r)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(KXFER_NL_RAIL_WAIT_MS);
+
+	for (;;) {
+		if (mutex_trylock(&r->s_mutex))
+			return true;
+		if (time_after(jiffies, end))
+			return false;
+		usleep_range(500, 1000);
+	}
+}
+
+/*
  * The rails of a connecting peer, in its first rail's peer show.  Caller
  * holds the first rail's s_mutex (and kxfer_sess_mutex); the others'
- * are taken in turn, as every walker of the sessions takes them.
+ * are tried in turn (kxfer_nl_rail_trylock()); a rail busy for longer
+ * is shown without its device and error.
  */
 static int kxfer_nl_put_rails(struct sk_buff *skb, struct kxfer_session *s)
 {
 	struct kxfer_session *rails[KXFER_RAIL_SLOTS];
 	unsigned int i, n;
+	bool locked;
 	int ret = 0;
 
 	if (!kxfer_nl_rails_first(s))
@@ -1105,13 +1136,12 @@ static int kxfer_nl_put_rails(struct sk_buff *skb, struct kxfer_session *s)
 	n = kxfer_rails_snapshot(s, rails);
 	for (i = 0; i < n; i++) {
 		if (!ret && rails[i] == s) {
-			ret = kxfer_nl_put_rail(skb, s);
+			ret = kxfer_nl_put_rail(skb, s, true);
 		} else if (!ret) {
-			/* no path holds another rail's and then this one's */
-			mutex_lock_nested(&rails[i]->s_mutex,
-					  SINGLE_DEPTH_NESTING);
-			ret = kxfer_nl_put_rail(skb, rails[i]);
-			mutex_unlock(&rails[i]->s_mutex);
+			locked = kxfer_nl_rail_trylock(rails[i]);
+			ret = kxfer_nl_put_rail(skb, rails[i], locked);
+			if (locked)
+				mutex_unlock(&rails[i]->s_mutex);
 		}
 		kxfer_session_put(rails[i]);
 	}
