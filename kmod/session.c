@@ -1003,8 +1003,14 @@ static void kxfer_session_down(struct kxfer_session *s)
 	if (s->s_role == KXFER_PEER_ACCEPTOR &&
 	    s->s_auth.sa_result == KXFER_PEER_AUTH_FAILED)
 		kxfer_penalty_add(&s->s_dst);
+	/*
+	 * Down before the teardown, which may wait long on a device (rxe's
+	 * QP destroy, up to 50 s per QP, for packets a downed netdev
+	 * holds): meanwhile no job, failover or peer show takes this rail
+	 * for one that is up, to wait for its mutex.
+	 */
+	WRITE_ONCE(s->s_state, KXFER_PEER_DOWN);
 	kxfer_session_teardown(s);
-	s->s_state = KXFER_PEER_DOWN;
 	if (prev == KXFER_PEER_UP)
 		s->s_attempts = 0;
 	if (s->s_role == KXFER_PEER_CONNECTOR) {
