@@ -1323,6 +1323,28 @@ bool kxfer_rails_job_retry(struct kxfer_task *job)
 }
 
 /*
+ * @dst, a job built anew, is @src again: what it moves where, for whom,
+ * since when; it takes over @src's file, pool and rails pointers (the
+ * caller owns their references).
+ */
+static void kxfer_rails_job_inherit(struct kxfer_task *dst,
+				    const struct kxfer_task *src)
+{
+	INIT_LIST_HEAD(&dst->j_notify_node);
+	INIT_LIST_HEAD(&dst->j_held_node);
+	INIT_LIST_HEAD(&dst->j_retry_node);
+	dst->j_file = src->j_file;
+	dst->j_pool = src->j_pool;
+	dst->j_rails = src->j_rails;
+	dst->j_epoch = src->j_epoch;
+	dst->j_op = src->j_op;
+	dst->j_rgen = src->j_rgen;
+	memcpy(dst->j_rname, src->j_rname, sizeof(dst->j_rname));
+	dst->j_user_data = src->j_user_data;
+	dst->j_submit_ns = src->j_submit_ns;
+}
+
+/*
  * Build @old again for rail @s and start it there; @old's holds (file,
  * pool, message, segments, gate count) move to the new job and @old is
  * freed.  @old failed on another rail (@failover), or is the shell of
@@ -1365,18 +1387,12 @@ static int kxfer_rails_repost_on(struct kxfer_session *s,
 		if (!job)
 			return -ENOMEM;
 	}
-	INIT_LIST_HEAD(&job->j_notify_node);
-	INIT_LIST_HEAD(&job->j_held_node);
-	INIT_LIST_HEAD(&job->j_retry_node);
-	job->j_file = old->j_file;
+	kxfer_rails_job_inherit(job, old);
 	job->j_gate = old->j_gate;
-	job->j_pool = old->j_pool;
 	job->j_msg = old->j_msg;
 	job->j_msg_len = old->j_msg_len;
 	job->j_segs = old->j_segs;
 	job->j_nsegs = old->j_nsegs;
-	job->j_rails = old->j_rails;
-	job->j_epoch = old->j_epoch;
 	job->j_sid = s->s_sid;
 	job->j_notify_seq = old->j_notify_seq;
 	job->j_data_done = old->j_data_done;
@@ -1390,11 +1406,6 @@ static int kxfer_rails_repost_on(struct kxfer_session *s,
 			       old->j_wc_status == IB_WC_LOC_QP_OP_ERR;
 	job->j_notify = old->j_notify;
 	job->j_notify_value = old->j_notify_value;
-	job->j_op = old->j_op;
-	job->j_rgen = old->j_rgen;
-	memcpy(job->j_rname, old->j_rname, sizeof(job->j_rname));
-	job->j_user_data = old->j_user_data;
-	job->j_submit_ns = old->j_submit_ns;
 	job->j_bytes = old->j_bytes;
 	kxfer_session_get(s);
 	job->j_sess = s;
@@ -1411,7 +1422,20 @@ static int kxfer_rails_repost_on(struct kxfer_session *s,
 		atomic64_add(job->j_nsegs, &s->s_stats.segs);
 		atomic64_add(nwr, &s->s_stats.wrs);
 	}
-	kxfer_job_start(job, rx, NULL);
+	if (job->j_parent && !failover) {
+		/*
+		 * A share goes from its QPs' home CPUs (kxfer_kick_flush()),
+		 * as a SUBMIT's jobs do: the shares of one job then move on
+		 * their rails at once, not one after the other on this CPU.
+		 */
+		struct kxfer_kick kick = { .k_sess = s };
+
+		kxfer_session_get(s);
+		kxfer_job_start(job, rx, &kick);
+		kxfer_kick_flush(&kick);
+	} else {
+		kxfer_job_start(job, rx, NULL);
+	}
 
 	/* Only the shell of @old is left: its rail's reference. */
 	kxfer_session_put(old->j_sess);
@@ -1693,23 +1717,12 @@ static int kxfer_rails_share(struct kxfer_rails *r, struct kxfer_task *job,
 	}
 	sh->j_nsegs = kxfer_segs_take(job->j_segs, job->j_nsegs, pos, bytes,
 				      sh->j_segs);
-	INIT_LIST_HEAD(&sh->j_notify_node);
-	INIT_LIST_HEAD(&sh->j_held_node);
-	INIT_LIST_HEAD(&sh->j_retry_node);
-	sh->j_parent = job;
 	kref_get(&job->j_file->kf_ref);
-	sh->j_file = job->j_file;
 	if (job->j_pool)
 		kref_get(&job->j_pool->kp_ref);
-	sh->j_pool = job->j_pool;
 	refcount_inc(&r->r_ref);
-	sh->j_rails = r;
-	sh->j_epoch = job->j_epoch;
-	sh->j_op = job->j_op;
-	sh->j_rgen = job->j_rgen;
-	memcpy(sh->j_rname, job->j_rname, sizeof(sh->j_rname));
-	sh->j_user_data = job->j_user_data;
-	sh->j_submit_ns = job->j_submit_ns;
+	kxfer_rails_job_inherit(sh, job);
+	sh->j_parent = job;
 	sh->j_bytes = bytes;
 	kxfer_session_get(job->j_sess);
 	sh->j_sess = job->j_sess;
