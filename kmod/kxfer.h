@@ -21,6 +21,7 @@
 #include <linux/kxfer.h>
 
 #include "compat.h"
+#include "pcipath.h"
 
 #define kxfer_err(fmt, ...)	pr_err("kxfer: " fmt, ##__VA_ARGS__)
 #define kxfer_warn(fmt, ...)	pr_warn("kxfer: " fmt, ##__VA_ARGS__)
@@ -149,6 +150,8 @@ struct kxfer_pool_map {
  * @kp_group: gid allowed by the group bits of @kp_mode
  * @kp_mode: permission bits, as for a file (0..0777)
  * @kp_numa: NUMA node asked for, or NUMA_NO_NODE
+ * @kp_near: the PCIe place its memory is near (depth 0: none given)
+ * @kp_near_name: ... as it was given: a PCI address or an RDMA device
  * @kp_chunks: the folios, in pool order
  * @kp_nchunks: entries in @kp_chunks
  * @kp_users: attachments plus live mappings, under kxfer_obj_mutex
@@ -173,6 +176,8 @@ struct kxfer_pool {
 	kgid_t			kp_group;
 	umode_t			kp_mode;
 	int			kp_numa;
+	struct kxfer_pci_path	kp_near;
+	char			kp_near_name[KXFER_DEV_NAME_MAX];
 	struct kxfer_chunk	*kp_chunks;
 	unsigned int		kp_nchunks;
 	unsigned int		kp_users;
@@ -201,6 +206,7 @@ struct kxfer_pool_args {
 	kgid_t		group;
 	umode_t		mode;
 	int		numa;
+	const char	*near;		/* kxfer_near_find(), or NULL */
 };
 
 /**
@@ -310,6 +316,14 @@ bool kxfer_name_valid(const char *name);
 int kxfer_pool_create(const struct kxfer_pool_args *args,
 		      struct netlink_ext_ack *extack);
 int kxfer_pool_delete(const char *name, struct netlink_ext_ack *extack);
+
+/* near.c */
+void kxfer_pci_path_of(struct device *dev, struct kxfer_pci_path *path);
+void kxfer_ibdev_path(struct ib_device *ibdev, u32 port,
+		      struct kxfer_pci_path *path);
+int kxfer_near_find(const char *name, struct kxfer_pci_path *path,
+		    struct netlink_ext_ack *extack);
+
 void kxfer_pool_put(struct kxfer_pool *pool);
 int kxfer_pool_check_access(const struct kxfer_pool *pool);
 struct kxfer_pool *kxfer_pool_use(const char *name);
@@ -903,6 +917,7 @@ struct kxfer_session {
 	u64			s_join_group;	/* the r_group it joined */
 	const struct kxfer_device *s_rail_kd;	/* while up: placement */
 	int			s_rail_node;	/* ... its NUMA node */
+	struct kxfer_pci_path	s_rail_path;	/* ... its PCIe place */
 	atomic64_t		s_failovers;
 	atomic64_t		s_taken;
 	atomic64_t		s_fenced;	/* its failures the peer fenced */

@@ -46,6 +46,8 @@ static const struct nla_policy kxfer_pool_new_policy[KXFER_A_POOL_MAX + 1] = {
 	[KXFER_A_POOL_MODE]	 = NLA_POLICY_MAX(NLA_U32, 0777),
 	[KXFER_A_POOL_NUMA_NODE] = NLA_POLICY_RANGE(NLA_S32, NUMA_NO_NODE,
 						    MAX_NUMNODES - 1),
+	[KXFER_A_POOL_NEAR]	 = { .type = NLA_NUL_STRING,
+				     .len = KXFER_DEV_NAME_MAX - 1 },
 };
 
 static const struct nla_policy kxfer_pool_name_policy[KXFER_A_POOL_MAX + 1] = {
@@ -357,6 +359,9 @@ static int kxfer_nl_fill_pool(struct sk_buff *skb, struct kxfer_pool *pool,
 			      KXFER_A_POOL_PAD) ||
 	    nla_put_u32(skb, KXFER_A_POOL_KIND, pool->kp_kind))
 		return -EMSGSIZE;
+	if (pool->kp_near_name[0] &&
+	    nla_put_string(skb, KXFER_A_POOL_NEAR, pool->kp_near_name))
+		return -EMSGSIZE;
 	if (pool->kp_kind != KXFER_POOL_KIND_KERNEL &&
 	    (nla_put_u32(skb, KXFER_A_POOL_PID, pool->kp_pid) ||
 	     nla_put_string(skb, KXFER_A_POOL_COMM, pool->kp_comm)))
@@ -443,6 +448,8 @@ static int kxfer_nl_pool_new_doit(struct sk_buff *skb, struct genl_info *info)
 		args.mode = nla_get_u32(tb[KXFER_A_POOL_MODE]);
 	if (tb[KXFER_A_POOL_NUMA_NODE])
 		args.numa = nla_get_s32(tb[KXFER_A_POOL_NUMA_NODE]);
+	if (tb[KXFER_A_POOL_NEAR])
+		args.near = nla_data(tb[KXFER_A_POOL_NEAR]);
 
 	return kxfer_pool_create(&args, info->extack);
 }

@@ -499,16 +499,18 @@ int kxfer_pool_publish(struct kxfer_pool *pool,
 /**
  * kxfer_pool_create - make a pool and map it on every present device
  * @args: name, size (a non-zero multiple of PAGE_SIZE), owner, group,
- *	mode, NUMA node
+ *	mode, NUMA node, the device its memory is near (placement)
  * @extack: for the reason of a refusal
  *
- * Return: 0; %-EEXIST for a name in use; %-EINVAL for a bad size or
- * node; %-ENOSPC when pool_mem_max would be exceeded; %-ENOMEM;
+ * Return: 0; %-EEXIST for a name in use; %-EINVAL for a bad size, node
+ * or PCI address; %-ENODEV for a near device that is not there;
+ * %-ENOSPC when pool_mem_max would be exceeded; %-ENOMEM;
  * %-EINTR when a fatal signal cut a long allocation short.  May sleep.
  */
 int kxfer_pool_create(const struct kxfer_pool_args *args,
 		      struct netlink_ext_ack *extack)
 {
+	struct kxfer_pci_path near;
 	struct kxfer_pool *pool;
 	u64 start;
 	int ret;
@@ -527,6 +529,11 @@ int kxfer_pool_create(const struct kxfer_pool_args *args,
 		NL_SET_ERR_MSG(extack, "NUMA node is not online");
 		return -EINVAL;
 	}
+	if (args->near) {
+		ret = kxfer_near_find(args->near, &near, extack);
+		if (ret)
+			return ret;
+	}
 
 	pool = kxfer_pool_alloc(args->name, args->size, KXFER_POOL_KIND_KERNEL);
 	if (IS_ERR(pool)) {
@@ -541,6 +548,11 @@ int kxfer_pool_create(const struct kxfer_pool_args *args,
 	pool->kp_group = args->group;
 	pool->kp_mode = args->mode & 0777;
 	pool->kp_numa = args->numa;
+	if (args->near) {
+		pool->kp_near = near;
+		strscpy(pool->kp_near_name, args->near,
+			sizeof(pool->kp_near_name));
+	}
 
 	start = ktime_get_ns();
 	ret = kxfer_pool_alloc_chunks(pool);

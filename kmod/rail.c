@@ -308,7 +308,7 @@ void kxfer_rails_conn_start(struct kxfer_session *s)
 }
 
 /**
- * kxfer_rails_up - a rail came up
+ * kxfer_rails_up - a rail is about to be up
  * @s: the session
  *
  * Placement needs to know its device.  Caller holds s_mutex.
@@ -317,8 +317,11 @@ void kxfer_rails_up(struct kxfer_session *s)
 {
 	if (!s->s_rails || !s->s_dev)
 		return;
+	kxfer_ibdev_path(s->s_dev->kd_ibdev, s->s_port_num, &s->s_rail_path);
 	WRITE_ONCE(s->s_rail_kd, s->s_dev);
 	WRITE_ONCE(s->s_rail_node, ibdev_to_node(s->s_dev->kd_ibdev));
+	/* Before the rail is up (kxfer_rail_up()): placement reads them. */
+	smp_wmb();
 	if (s->s_rails->r_nrails > 1 && s->s_join)
 		kxfer_info("peer %s: rail %u up on %s, joined\n", s->s_name,
 			   s->s_rail, s->s_dev->kd_name);
@@ -1068,23 +1071,35 @@ static int kxfer_pool_node(const struct kxfer_pool *pool)
 	return NUMA_NO_NODE;
 }
 
+/* Ranks of kxfer_rail_rank(), above any of PCIe distance. */
+#define KXFER_RANK_DEVICE	(1 << 10)
+#define KXFER_RANK_WANT		(1 << 11)
+
 /*
- * How near a rail is to a job's memory: 2 on the device a dma-buf pool
- * was imported for (GPU memory that only that device reaches, or that
- * sits on its PCIe switch), 1 on the NUMA node of the pool's pages, 0
- * otherwise.
+ * How near a rail is to a job's memory, the higher the nearer: first the
+ * device a dma-buf pool was imported for (GPU memory that only that
+ * device reaches); then, for a pool that says what it is near (a GPU's
+ * PCI function, an RDMA device), the fewer PCIe links between that and
+ * the rail's NIC (kxfer_pci_hops()); then the NUMA node of the pool's
+ * pages.  Caller holds r_lock (the rail is up).
  */
 static int kxfer_rail_rank(const struct kxfer_session *r,
 			   const struct kxfer_pool *pool, int node)
 {
 	const struct kxfer_device *kd = READ_ONCE(r->s_rail_kd);
+	int rank = 0, hops;
 
 	if (pool && pool->kp_kind == KXFER_POOL_KIND_DMABUF &&
 	    pool->kp_src.ps_dev && pool->kp_src.ps_dev == kd)
-		return 2;
+		return KXFER_RANK_DEVICE;
+	if (pool && pool->kp_near.pp_depth) {
+		hops = kxfer_pci_hops(&pool->kp_near, &r->s_rail_path);
+		if (hops >= 0 && hops < KXFER_RANK_DEVICE / 2)
+			rank = (KXFER_RANK_DEVICE / 2 - hops) << 1;
+	}
 	if (node != NUMA_NO_NODE && READ_ONCE(r->s_rail_node) == node)
-		return 1;
-	return 0;
+		rank |= 1;
+	return rank;
 }
 
 /* Is rail @i of @r up?  Caller holds r_lock. */
@@ -1117,7 +1132,8 @@ static struct kxfer_session *kxfer_rails_pick(struct kxfer_rails *r,
 		i = (start + k) % r->r_nrails;
 		if (test_bit(i, tried) || !kxfer_rail_up(r, i))
 			continue;
-		rank = i == want ? 3 : kxfer_rail_rank(r->r_sess[i], pool, node);
+		rank = i == want ? KXFER_RANK_WANT :
+				   kxfer_rail_rank(r->r_sess[i], pool, node);
 		if (rank > best_rank) {
 			best = i;
 			best_rank = rank;

@@ -1152,13 +1152,14 @@ static void kxfer_session_work(struct work_struct *work)
 
 	if (s->s_state == KXFER_PEER_CONNECTING && s->s_sent_sync &&
 	    s->s_got_sync && !test_bit(KXFER_SE_FAIL, &s->s_events)) {
+		/* Its place first: placement reads it once the rail is up. */
+		kxfer_rails_up(s);
 		s->s_state = KXFER_PEER_UP;
 		s->s_up_ns = kxfer_now_ns() - s->s_start_ns;
 		s->s_backoff_ms = 0;
 		kxfer_info("peer %s: up, %u QP%s on %s, remote node %s\n",
 			   s->s_name, s->s_nqps, s->s_nqps > 1 ? "s" : "",
 			   s->s_dev->kd_name, s->s_remote_node);
-		kxfer_rails_up(s);
 		kxfer_session_notify(s);
 	}
 out_unlock:

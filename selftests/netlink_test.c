@@ -74,12 +74,14 @@ struct pool_info {
 	uint64_t size, chunk_bytes, alloc_ns;
 	uint32_t owner, group, mode, attach, exports;
 	int32_t numa;
+	char near[KXFER_DEV_NAME_MAX];
 };
 
 static void pool_cb(struct nlmsghdr *h, void *arg)
 {
 	struct pool_info *pi = arg;
 	struct nlattr *chunks = knl_attr(h, KXFER_A_POOL_CHUNKS), *c, *f;
+	struct nlattr *near;
 	int rem, frem;
 
 	pi->replies++;
@@ -91,6 +93,9 @@ static void pool_cb(struct nlmsghdr *h, void *arg)
 	pi->attach = get_u32(h, KXFER_A_POOL_ATTACH_COUNT);
 	pi->exports = get_u32(h, KXFER_A_POOL_EXPORT_COUNT);
 	pi->alloc_ns = get_u64(h, KXFER_A_POOL_ALLOC_NS);
+	near = knl_attr(h, KXFER_A_POOL_NEAR);
+	snprintf(pi->near, sizeof(pi->near), "%s",
+		 near ? (const char *)KNL_NLA_DATA(near) : "");
 	pi->chunk_bytes = 0;
 	if (!chunks)
 		return;
@@ -292,6 +297,105 @@ TEST_F(nl, pool_numa_offline)
 	}
 	EXPECT_EQ(-EINVAL, knl_xfer(&self->nl, NULL, NULL));
 	EXPECT_STREQ("NUMA node is not online", self->nl.extack);
+}
+
+/* pool_new_near: a pool near DEV (KXFER_A_POOL_NEAR) */
+static int pool_new_near(struct knl *nl, const char *name, const char *dev)
+{
+	knl_begin(nl, nl->family, KXFER_CMD_POOL_NEW, NLM_F_ACK);
+	knl_put_str(nl, KXFER_A_POOL_NAME, name);
+	knl_put_u64(nl, KXFER_A_POOL_SIZE, 4096);
+	knl_put_str(nl, KXFER_A_POOL_NEAR, dev);
+	return knl_xfer(nl, NULL, NULL);
+}
+
+/* near_get: the pool's near device as reported, or -errno */
+static int near_get(struct knl *nl, const char *name, struct pool_info *pi)
+{
+	knl_begin(nl, nl->family, KXFER_CMD_POOL_GET, 0);
+	knl_put_str(nl, KXFER_A_POOL_NAME, name);
+	return knl_xfer(nl, pool_cb, pi);
+}
+
+/* Any guest has 0000:00:00.0, the q35 host bridge. */
+TEST_F(nl, pool_near_pci)
+{
+	struct pool_info pi = {};
+
+	ASSERT_EQ(0, pool_new_near(&self->nl, "nn", "0000:00:00.0"));
+	ASSERT_EQ(0, near_get(&self->nl, "nn", &pi));
+	EXPECT_STREQ("0000:00:00.0", pi.near);
+	EXPECT_EQ(0, pool_del(&self->nl, "nn"));
+}
+
+/* Without a domain: domain 0. */
+TEST_F(nl, pool_near_pci_short)
+{
+	EXPECT_EQ(0, pool_new_near(&self->nl, "nn", "00:00.0"));
+	EXPECT_EQ(0, pool_del(&self->nl, "nn"));
+}
+
+/* An RDMA device: soft-RoCE is where its net device is. */
+TEST_F(nl, pool_near_rdma_device)
+{
+	const char *dev = getenv("KXFER_RDMA_DEV") ?: "rxe0";
+	struct pool_info pi = {};
+
+	ASSERT_EQ(0, pool_new_near(&self->nl, "nn", dev));
+	ASSERT_EQ(0, near_get(&self->nl, "nn", &pi));
+	EXPECT_STREQ(dev, pi.near);
+	EXPECT_EQ(0, pool_del(&self->nl, "nn"));
+}
+
+/* A pool without one reports none. */
+TEST_F(nl, pool_near_none)
+{
+	struct pool_info pi = {};
+
+	ASSERT_EQ(0, near_get(&self->nl, self->pool, &pi));
+	EXPECT_STREQ("", pi.near);
+}
+
+TEST_F(nl, pool_near_no_pci_device)
+{
+	struct pool_info pi = {};
+
+	EXPECT_EQ(-ENODEV, pool_new_near(&self->nl, "nn", "0000:7f:1f.7"));
+	EXPECT_STREQ("near: no such PCI device", self->nl.extack);
+	EXPECT_EQ(-ENOENT, near_get(&self->nl, "nn", &pi));
+}
+
+TEST_F(nl, pool_near_slot_out_of_range)
+{
+	EXPECT_EQ(-EINVAL, pool_new_near(&self->nl, "nn", "0000:00:20.0"));
+	EXPECT_STREQ("near: not a PCI address (dddd:bb:dd.f)", self->nl.extack);
+}
+
+TEST_F(nl, pool_near_function_out_of_range)
+{
+	EXPECT_EQ(-EINVAL, pool_new_near(&self->nl, "nn", "0000:00:00.8"));
+	EXPECT_STREQ("near: not a PCI address (dddd:bb:dd.f)", self->nl.extack);
+}
+
+TEST_F(nl, pool_near_no_rdma_device)
+{
+	EXPECT_EQ(-ENODEV, pool_new_near(&self->nl, "nn", "rxe9"));
+	EXPECT_STREQ("near: no such PCI address or RDMA device", self->nl.extack);
+}
+
+TEST_F(nl, pool_near_empty)
+{
+	EXPECT_EQ(-ENODEV, pool_new_near(&self->nl, "nn", ""));
+	EXPECT_STREQ("near: no such PCI address or RDMA device", self->nl.extack);
+}
+
+TEST_F(nl, pool_near_too_long)
+{
+	char dev[KXFER_DEV_NAME_MAX + 1];
+
+	memset(dev, 'x', KXFER_DEV_NAME_MAX);
+	dev[KXFER_DEV_NAME_MAX] = 0;
+	EXPECT_EQ(-EINVAL, pool_new_near(&self->nl, "nn", dev));
 }
 
 TEST_F(nl, pool_size_wrong_type)

@@ -27,6 +27,7 @@ static const char *const pool_attr_names[KXFER_A_POOL_MAX + 1] = {
 	[KXFER_A_POOL_KIND]		= "kind",
 	[KXFER_A_POOL_PID]		= "pid",
 	[KXFER_A_POOL_COMM]		= "comm",
+	[KXFER_A_POOL_NEAR]		= "near",
 };
 
 static const struct kx_attr_set pool_set = {
@@ -54,6 +55,7 @@ static const struct nla_policy pool_policy[KXFER_A_POOL_MAX + 1] = {
 	[KXFER_A_POOL_KIND]		= { .type = NLA_U32 },
 	[KXFER_A_POOL_PID]		= { .type = NLA_U32 },
 	[KXFER_A_POOL_COMM]		= { .type = NLA_STRING },
+	[KXFER_A_POOL_NEAR]		= { .type = NLA_STRING },
 };
 
 static const char *pool_kind_name(uint32_t kind)
@@ -84,14 +86,16 @@ static void pool_help(FILE *fp)
 {
 	fprintf(fp,
 		"Usage: kxferctl pool add NAME size SIZE [ owner UID ] [ group GID ]\n"
-		"                         [ mode MODE ] [ numa NODE ]\n"
+		"                         [ mode MODE ] [ numa NODE ] [ near DEVICE ]\n"
 		"       kxferctl pool del NAME\n"
 		"       kxferctl pool show [ NAME ]\n"
 		"       kxferctl pool help\n"
 		"where  SIZE := NUMBER[K|M|G|T]   (binary: 1K = 1024)\n"
 		"       UID, GID := { NUMBER | NAME }\n"
 		"       MODE := octal permission bits, 0 to 0777 (e.g. 0660)\n"
-		"       NODE := { -1 | NUMA node number }   (-1: no preference)\n");
+		"       NODE := { -1 | NUMA node number }   (-1: no preference)\n"
+		"       DEVICE := { PCI address (dddd:bb:dd.f, a GPU's) | RDMA device name }\n"
+		"                 (jobs of the pool go to the rails nearest it on PCIe)\n");
 }
 
 static int pool_cmd_help(struct kx *kx)
@@ -215,6 +219,8 @@ int pool_print(struct kx *kx, struct nlmsghdr *nlh, const char *event)
 	if (tb[KXFER_A_POOL_NUMA_NODE])
 		out_s64(out_is_json() ? "numa_node" : "numa",
 			nla_get_s32(tb[KXFER_A_POOL_NUMA_NODE]));
+	if (tb[KXFER_A_POOL_NEAR])
+		out_str("near", nla_get_string(tb[KXFER_A_POOL_NEAR]));
 	if (tb[KXFER_A_POOL_CHUNKS] && chunks_print(tb[KXFER_A_POOL_CHUNKS]))
 		ret = -1;
 	if (tb[KXFER_A_POOL_ATTACH_COUNT])
@@ -251,6 +257,7 @@ enum {
 	POOL_KEY_GROUP,
 	POOL_KEY_MODE,
 	POOL_KEY_NUMA,
+	POOL_KEY_NEAR,
 };
 
 static const char *const pool_add_keys[] = {
@@ -259,13 +266,14 @@ static const char *const pool_add_keys[] = {
 	[POOL_KEY_GROUP]	= "group",
 	[POOL_KEY_MODE]		= "mode",
 	[POOL_KEY_NUMA]		= "numa",
+	[POOL_KEY_NEAR]		= "near",
 };
 
 static int pool_add(struct kx *kx)
 {
 	uint32_t owner = 0, group = 0, mode = 0;
 	unsigned int seen = 0;
-	const char *name;
+	const char *name, *near = NULL;
 	uint64_t size = 0;
 	int32_t numa = -1;
 	struct nl_msg *msg;
@@ -307,6 +315,11 @@ static int pool_add(struct kx *kx)
 				return kx_usage_error("invalid numa node \"%s\" (expected -1 or a node number)",
 						      val);
 			break;
+		case POOL_KEY_NEAR:
+			if (!*val || strlen(val) >= KXFER_DEV_NAME_MAX)
+				return kx_usage_error("invalid near device \"%s\"", val);
+			near = val;
+			break;
 		default:
 			return KX_EXIT_USAGE;
 		}
@@ -332,6 +345,8 @@ static int pool_add(struct kx *kx)
 		ret = nla_put_u32(msg, KXFER_A_POOL_MODE, mode);
 	if (!ret && (seen & (1U << POOL_KEY_NUMA)))
 		ret = nla_put_s32(msg, KXFER_A_POOL_NUMA_NODE, numa);
+	if (!ret && near)
+		ret = nla_put_string(msg, KXFER_A_POOL_NEAR, near);
 	if (ret < 0) {
 		nlmsg_free(msg);
 		return kx_nl_put_failed(ret);

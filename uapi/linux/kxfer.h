@@ -948,6 +948,7 @@ enum {
 	KXFER_A_POOL_KIND,		/* u32, enum kxfer_pool_kind */
 	KXFER_A_POOL_PID,		/* u32, USER, DMABUF: the owner process */
 	KXFER_A_POOL_COMM,		/* string, USER, DMABUF: its command */
+	KXFER_A_POOL_NEAR,		/* string, a PCI address or RDMA device */
 
 	__KXFER_A_POOL_MAX,
 	KXFER_A_POOL_MAX = __KXFER_A_POOL_MAX - 1
