@@ -104,6 +104,81 @@ t_rails_spread() {
 	barrier rails-spread 120
 }
 
+# rail_jobs PEER: each rail's jobs, in rail order
+rail_jobs() {
+	peer_json "$1" | jq -c '[.[0].rails | sort_by(.index)[] | .jobs]'
+}
+
+# pci_of_netdev DEV: the PCI function a net device is on
+pci_of_netdev() {
+	basename "$(dirname "$(readlink -f "/sys/class/net/$1/device")")"
+}
+
+# pci_by_id VENDOR DEVICE: the first PCI function of that id
+pci_by_id() {
+	local d
+
+	for d in /sys/bus/pci/devices/*; do
+		if [ "$(cat "$d/vendor")" = "$1" ] && [ "$(cat "$d/device")" = "$2" ]; then
+			basename "$d"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# near_round POOL RAIL: a verified random stream from POOL goes all to
+# rail RAIL (0 or 1), none to the other
+near_round() {
+	local before after
+
+	before=$(rail_jobs pr)
+	xfer random pr kvr "$1" -s "$((7 + $2))" -n 60 -m 4 -l 16K -b 8 -t 120
+	after=$(rail_jobs pr)
+	echo "pool $1: rail jobs $before -> $after"
+	jq -n -e --argjson b "$before" --argjson a "$after" --argjson r "$2" \
+		'($a[$r] - $b[$r]) >= 60 and $a[1 - $r] == $b[1 - $r]' >/dev/null
+}
+
+# Placement by PCIe distance (vm-run --nics 2 puts eth1 behind a PCIe
+# switch beside a GPU stand-in, eth0 on the root complex): a pool near
+# the stand-in sends its jobs to rxe1 (4 links from it, through the
+# switch; rxe0 is 6, through the root complex), a pool near eth0's PCI
+# function to rxe0, a pool near an RDMA device to that device's rail.
+# A near device that is not there is refused, with why, and makes no
+# pool (netlink_test checks each refusal's errno).
+t_rails_near() {
+	local gpu nic0
+
+	if on_a; then
+		barrier rails-near 300
+		return 0
+	fi
+	gpu=$(pci_by_id 0x1b36 0x0005)
+	nic0=$(pci_of_netdev "$KXFER_NETDEV")
+	echo "GPU stand-in $gpu, $KXFER_NETDEV on $nic0, $KXFER_NETDEV2 on $(pci_of_netdev "$KXFER_NETDEV2")"
+	[ -n "$gpu" ] && [ -n "$nic0" ]
+
+	expect_error "near: no such PCI device" kxferctl pool add nb size 1M near 0000:7f:1f.7
+	expect_error "near: not a PCI address" kxferctl pool add nb size 1M near 0000:00:20.0
+	expect_error "near: no such PCI address or RDMA device" kxferctl pool add nb size 1M near rxe9
+	check_fail kxferctl pool show nb
+
+	kxferctl pool add pgpu size 16M mode 0666 near "$gpu"
+	kxferctl pool add pnic0 size 16M mode 0666 near "$nic0"
+	kxferctl pool add prxe1 size 16M mode 0666 near rxe1
+	kxferctl pool show pgpu
+	kxferctl -j pool show pgpu | jq -e --arg g "$gpu" '.[0].near == $g' >/dev/null
+
+	near_round pgpu 1
+	near_round pnic0 0
+	near_round prxe1 1
+	kxferctl pool del pgpu
+	kxferctl pool del pnic0
+	kxferctl pool del prxe1
+	barrier rails-near 300
+}
+
 # rail_stripe MIB: stripe jobs of MIB MiB or more (0: none)
 rail_stripe() {
 	echo "$(($1 << 20))" >/sys/module/kxfer/parameters/rail_stripe
@@ -485,6 +560,7 @@ KXFER_BARRIER_TIMEOUT=60
 
 ktest2 rails_setup t_rails_setup
 ktest2 rails_up t_rails_up
+KTEST_TIMEOUT=300 ktest2 rails_near t_rails_near
 ktest2 rails_spread t_rails_spread
 KTEST_TIMEOUT=600 ktest2 rails_stripe t_rails_stripe
 if [ -n "${KXFER_RAILS_SMOKE:-}" ]; then
