@@ -159,6 +159,7 @@ static const struct attr a_pool[] = {
 	[KXFER_A_POOL_KIND] = { T_U32 },
 	[KXFER_A_POOL_PID] = { T_U32 },
 	[KXFER_A_POOL_COMM] = { T_STR },
+	[KXFER_A_POOL_NEAR] = { T_STR },
 	[KXFER_A_POOL_PAD] = { T_PAD },
 };
 
