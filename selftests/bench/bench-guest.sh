@@ -452,7 +452,7 @@ connect_group() {
 # The rails group: r1 over rxe0 alone, r2 over rxe0 and rxe1, 1 QP per
 # rail on both, the same kxfer-bench arguments on both
 ADDR2=${KXFER_SELF_ADDR2:-}
-RAIL_WORKS="bw_1M bw_4M bw_4M_q1 kv_paged push"
+RAIL_WORKS="bw_1M bw_4M bw_4M_q1 bw_1M_q1s bw_2M_q1s kv_paged push"
 
 # rails_up: both of r2's rails up, the export learned on both peers
 rails_up() {
@@ -463,6 +463,9 @@ rails_up() {
 			.state == "up" and
 			any(.remote_exports[]?; .name == "bench")' >/dev/null
 }
+
+STRIPE_PARAM=/sys/module/kxfer/parameters/rail_stripe
+RAIL_STRIPE_1M="bw_1M_q1s bw_2M_q1s"
 
 rails_setup() {
 	kxferctl listen "$ADDR2" allow "$ADDR2/32"
@@ -479,6 +482,10 @@ rails_args() {
 	# striped over r2's rails (rail_stripe, 4 MiB): four, then one, at once
 	bw_4M) KX=(-p "$2" -o write -s 4M -q 4 -b 1 bw) ;;
 	bw_4M_q1) KX=(-p "$2" -o write -s 4M -q 1 -b 1 bw) ;;
+	# where the line lies: 1 and 2 MiB one at a time, striped on r2 with
+	# rail_stripe at 1 MiB for these two works only (rails_group)
+	bw_1M_q1s) KX=(-p "$2" -o write -s 1M -q 1 -b 1 bw) ;;
+	bw_2M_q1s) KX=(-p "$2" -o write -s 2M -q 1 -b 1 bw) ;;
 	kv_paged) KX=(-p "$2" -k p16-scattered-kv-apart kv) ;;
 	push) KX=(-p "$2" -t 2 push) ;;
 	esac
@@ -486,9 +493,13 @@ rails_args() {
 
 # rails_group REP DIR: every WORK on r1 and r2, which first alternating
 rails_group() {
-	local rep=$1 dir=$2 work peer out
+	local rep=$1 dir=$2 work peer out stripe
 
+	stripe=$(cat "$STRIPE_PARAM")
 	for work in $RAIL_WORKS; do
+		if [[ " $RAIL_STRIPE_1M " == *" $work "* ]]; then
+			echo $((1 << 20)) >"$STRIPE_PARAM"
+		fi
 		for peer in $( ((rep % 2)) && echo r1 r2 || echo r2 r1); do
 			out=$dir/rails_${work}_$peer
 			rails_args "$work" "$peer"
@@ -499,6 +510,7 @@ rails_group() {
 			kxferctl -j peer show "$peer" >"$out.peer1.json"
 			kxferctl -j stats show "$peer" >"$out.stats1.json"
 		done
+		echo "$stripe" >"$STRIPE_PARAM"
 	done
 }
 
