@@ -1071,9 +1071,15 @@ static int kxfer_pool_node(const struct kxfer_pool *pool)
 	return NUMA_NO_NODE;
 }
 
-/* Ranks of kxfer_rail_rank(), above any of PCIe distance. */
+/*
+ * Ranks of kxfer_rail_rank(): PCIe distance counts from KXFER_RANK_HOPS
+ * down (times two, the NUMA bit below it); a dma-buf pool's own device
+ * and the rail a job names rank above any distance.
+ */
+#define KXFER_RANK_HOPS		256
 #define KXFER_RANK_DEVICE	(1 << 10)
 #define KXFER_RANK_WANT		(1 << 11)
+static_assert((KXFER_RANK_HOPS << 1 | 1) < KXFER_RANK_DEVICE);
 
 /*
  * How near a rail is to a job's memory, the higher the nearer: first the
@@ -1094,8 +1100,8 @@ static int kxfer_rail_rank(const struct kxfer_session *r,
 		return KXFER_RANK_DEVICE;
 	if (pool && pool->kp_near.pp_depth) {
 		hops = kxfer_pci_hops(&pool->kp_near, &r->s_rail_path);
-		if (hops >= 0 && hops < KXFER_RANK_DEVICE / 2)
-			rank = (KXFER_RANK_DEVICE / 2 - hops) << 1;
+		if (hops >= 0 && hops < KXFER_RANK_HOPS)
+			rank = (KXFER_RANK_HOPS - hops) << 1;
 	}
 	if (node != NUMA_NO_NODE && READ_ONCE(r->s_rail_node) == node)
 		rank |= 1;
